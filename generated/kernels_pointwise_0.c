@@ -21,7 +21,8 @@
  * apart, the output 2 apart, or both in place, the rest contiguous: codegen/lower.py, _step_cases)
  * with those steps as constants, so that the lanes' tests of each operand's step fold away, and
  * once more for any other steps; with a contiguous output, once storing it around the caches and
- * once plainly (the form's `stream`, yt__stepped_fn). */
+ * once plainly (the form's `stream`, yt__stepped_fn); whether the rows fetch their stepped
+ * operands' lines ahead (`fetch`) is tested as they run. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -564,7 +565,7 @@ sub_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sub_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                    const char *other_p, int64_t other_step, int64_t n, bool stream,
+                    const char *other_p, int64_t other_step, int64_t n, bool stream, bool fetch,
                     const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -573,8 +574,8 @@ sub_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -592,7 +593,7 @@ sub_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 sub_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -604,24 +605,24 @@ sub_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = stream ? sub_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
-                       : sub_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
+            i = stream ? sub_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, fetch, ctx)
+                       : sub_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = stream ? sub_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
-                       : sub_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
+            i = stream ? sub_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, fetch, ctx)
+                       : sub_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = stream ? sub_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
-                       : sub_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
+            i = stream ? sub_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, fetch, ctx)
+                       : sub_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = stream ? sub_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
-                       : sub_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
+            i = stream ? sub_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, fetch, ctx)
+                       : sub_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = sub_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
+            i = sub_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = sub_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
+            i = sub_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else
             i = sub_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n,
-                                    stream, ctx);
+                                    stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -633,7 +634,7 @@ sub_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sub_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                          const char *other_p, int64_t other_step, int64_t n, bool stream,
-                         const void *ctx)
+                         bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float alpha = (float)scalars[0].f;
@@ -641,8 +642,8 @@ sub_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -660,7 +661,7 @@ sub_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 sub_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -672,24 +673,30 @@ sub_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = stream ? sub_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
-                       : sub_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
+            i = stream
+                    ? sub_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, fetch, ctx)
+                    : sub_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = stream ? sub_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
-                       : sub_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
+            i = stream
+                    ? sub_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true, fetch, ctx)
+                    : sub_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false, fetch,
+                                               ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = stream ? sub_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
-                       : sub_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
+            i = stream
+                    ? sub_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, fetch, ctx)
+                    : sub_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = stream ? sub_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
-                       : sub_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
+            i = stream
+                    ? sub_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true, fetch, ctx)
+                    : sub_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false, fetch,
+                                               ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = sub_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
+            i = sub_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = sub_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
+            i = sub_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else
             i = sub_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p, other_step, n,
-                                         stream, ctx);
+                                         stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -764,7 +771,7 @@ sub_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sub_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                    const char *other_p, int64_t other_step, int64_t n, bool stream,
+                    const char *other_p, int64_t other_step, int64_t n, bool stream, bool fetch,
                     const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -773,8 +780,8 @@ sub_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -792,7 +799,7 @@ sub_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 sub_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -804,24 +811,24 @@ sub_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = stream ? sub_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
-                       : sub_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
+            i = stream ? sub_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, fetch, ctx)
+                       : sub_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = stream ? sub_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
-                       : sub_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
+            i = stream ? sub_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, fetch, ctx)
+                       : sub_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = stream ? sub_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
-                       : sub_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
+            i = stream ? sub_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, fetch, ctx)
+                       : sub_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = stream ? sub_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
-                       : sub_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
+            i = stream ? sub_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, fetch, ctx)
+                       : sub_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = sub_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
+            i = sub_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = sub_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
+            i = sub_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, fetch, ctx);
         else
             i = sub_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n,
-                                    stream, ctx);
+                                    stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -833,7 +840,7 @@ sub_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sub_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                          const char *other_p, int64_t other_step, int64_t n, bool stream,
-                         const void *ctx)
+                         bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double alpha = (double)scalars[0].f;
@@ -841,8 +848,8 @@ sub_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -860,7 +867,7 @@ sub_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 sub_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -872,24 +879,32 @@ sub_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = stream ? sub_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
-                       : sub_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
+            i = stream
+                    ? sub_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true, fetch, ctx)
+                    : sub_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false, fetch,
+                                               ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = stream ? sub_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
-                       : sub_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
+            i = stream
+                    ? sub_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true, fetch, ctx)
+                    : sub_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false, fetch,
+                                               ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = stream ? sub_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
-                       : sub_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
+            i = stream
+                    ? sub_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true, fetch, ctx)
+                    : sub_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false, fetch,
+                                               ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = stream ? sub_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
-                       : sub_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
+            i = stream
+                    ? sub_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true, fetch, ctx)
+                    : sub_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false, fetch,
+                                               ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = sub_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
+            i = sub_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = sub_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
+            i = sub_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, fetch, ctx);
         else
             i = sub_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p, other_step, n,
-                                         stream, ctx);
+                                         stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -1278,7 +1293,7 @@ sub_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sub_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -1286,7 +1301,7 @@ sub_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int6
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -1303,7 +1318,7 @@ sub_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_TARGET static void
 sub_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1313,17 +1328,17 @@ sub_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? sub_scalar_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : sub_scalar_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? sub_scalar_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : sub_scalar_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? sub_scalar_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : sub_scalar_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? sub_scalar_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : sub_scalar_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = sub_scalar_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = sub_scalar_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = sub_scalar_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = sub_scalar_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = sub_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = sub_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1334,7 +1349,7 @@ sub_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sub_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, bool stream, const void *ctx)
+                                int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -1342,7 +1357,7 @@ sub_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -1359,7 +1374,8 @@ sub_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
 
 YT__STEPPED_AVX2_TARGET static void
 sub_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1369,17 +1385,18 @@ sub_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? sub_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : sub_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? sub_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : sub_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? sub_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : sub_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? sub_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : sub_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = sub_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = sub_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = sub_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = sub_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = sub_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = sub_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch,
+                                                ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1431,7 +1448,7 @@ sub_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sub_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -1439,7 +1456,7 @@ sub_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int6
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -1456,7 +1473,7 @@ sub_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_TARGET static void
 sub_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1466,17 +1483,17 @@ sub_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? sub_scalar_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : sub_scalar_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? sub_scalar_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : sub_scalar_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? sub_scalar_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : sub_scalar_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? sub_scalar_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : sub_scalar_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = sub_scalar_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = sub_scalar_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = sub_scalar_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = sub_scalar_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = sub_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = sub_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1487,7 +1504,7 @@ sub_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sub_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, bool stream, const void *ctx)
+                                int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -1495,7 +1512,7 @@ sub_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -1512,7 +1529,8 @@ sub_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
 
 YT__STEPPED_AVX2_TARGET static void
 sub_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1522,17 +1540,18 @@ sub_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? sub_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : sub_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? sub_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : sub_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? sub_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : sub_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? sub_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : sub_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = sub_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = sub_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = sub_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = sub_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = sub_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = sub_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch,
+                                                ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2101,15 +2120,15 @@ floor_divide_blocks_f32(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 floor_divide_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                              const char *other_p, int64_t other_step, int64_t n, bool stream,
-                             const void *ctx)
+                             bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -2127,7 +2146,7 @@ floor_divide_stepped_row_f32(char *out, int64_t out_step, const char *self_p, in
 
 YT__STEPPED_TARGET static void
 floor_divide_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, bool stream, const void *ctx)
+                         int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2139,26 +2158,32 @@ floor_divide_stepped_f32(char **data, const int64_t *strides, int64_t n, const i
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = stream ? floor_divide_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
-                       : floor_divide_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
+            i = stream ? floor_divide_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, fetch,
+                                                      ctx)
+                       : floor_divide_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false,
+                                                      fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = stream
-                    ? floor_divide_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
-                    : floor_divide_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
+            i = stream ? floor_divide_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true,
+                                                      fetch, ctx)
+                       : floor_divide_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false,
+                                                      fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = stream ? floor_divide_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
-                       : floor_divide_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
+            i = stream ? floor_divide_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, fetch,
+                                                      ctx)
+                       : floor_divide_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false,
+                                                      fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = stream
-                    ? floor_divide_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
-                    : floor_divide_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
+            i = stream ? floor_divide_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true,
+                                                      fetch, ctx)
+                       : floor_divide_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false,
+                                                      fetch, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = floor_divide_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
+            i = floor_divide_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = floor_divide_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
+            i = floor_divide_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else
             i = floor_divide_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step,
-                                             n, stream, ctx);
+                                             n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2170,15 +2195,15 @@ floor_divide_stepped_f32(char **data, const int64_t *strides, int64_t n, const i
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 floor_divide_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
                                   int64_t self_step, const char *other_p, int64_t other_step,
-                                  int64_t n, bool stream, const void *ctx)
+                                  int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -2196,7 +2221,7 @@ floor_divide_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_
 
 YT__STEPPED_AVX2_TARGET static void
 floor_divide_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, bool stream,
+                              const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                               const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -2209,32 +2234,34 @@ floor_divide_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = stream
-                    ? floor_divide_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
-                    : floor_divide_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false,
-                                                        ctx);
+            i = stream ? floor_divide_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true,
+                                                           fetch, ctx)
+                       : floor_divide_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false,
+                                                           fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
             i = stream ? floor_divide_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true,
-                                                           ctx)
+                                                           fetch, ctx)
                        : floor_divide_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false,
-                                                           ctx);
+                                                           fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = stream
-                    ? floor_divide_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
-                    : floor_divide_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false,
-                                                        ctx);
+            i = stream ? floor_divide_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true,
+                                                           fetch, ctx)
+                       : floor_divide_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false,
+                                                           fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
             i = stream ? floor_divide_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true,
-                                                           ctx)
+                                                           fetch, ctx)
                        : floor_divide_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false,
-                                                           ctx);
+                                                           fetch, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = floor_divide_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
+            i = floor_divide_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, fetch,
+                                                  ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = floor_divide_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
+            i = floor_divide_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, fetch,
+                                                  ctx);
         else
             i = floor_divide_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p,
-                                                  other_step, n, stream, ctx);
+                                                  other_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2309,15 +2336,15 @@ floor_divide_blocks_f64(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 floor_divide_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                              const char *other_p, int64_t other_step, int64_t n, bool stream,
-                             const void *ctx)
+                             bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -2335,7 +2362,7 @@ floor_divide_stepped_row_f64(char *out, int64_t out_step, const char *self_p, in
 
 YT__STEPPED_TARGET static void
 floor_divide_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, bool stream, const void *ctx)
+                         int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2347,28 +2374,32 @@ floor_divide_stepped_f64(char **data, const int64_t *strides, int64_t n, const i
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = stream
-                    ? floor_divide_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
-                    : floor_divide_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
+            i = stream ? floor_divide_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true,
+                                                      fetch, ctx)
+                       : floor_divide_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false,
+                                                      fetch, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = stream
-                    ? floor_divide_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
-                    : floor_divide_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
+            i = stream ? floor_divide_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true,
+                                                      fetch, ctx)
+                       : floor_divide_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false,
+                                                      fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = stream
-                    ? floor_divide_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
-                    : floor_divide_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
+            i = stream ? floor_divide_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true,
+                                                      fetch, ctx)
+                       : floor_divide_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false,
+                                                      fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = stream
-                    ? floor_divide_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
-                    : floor_divide_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
+            i = stream ? floor_divide_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true,
+                                                      fetch, ctx)
+                       : floor_divide_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false,
+                                                      fetch, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = floor_divide_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
+            i = floor_divide_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = floor_divide_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
+            i = floor_divide_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, fetch, ctx);
         else
             i = floor_divide_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step,
-                                             n, stream, ctx);
+                                             n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2380,15 +2411,15 @@ floor_divide_stepped_f64(char **data, const int64_t *strides, int64_t n, const i
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 floor_divide_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
                                   int64_t self_step, const char *other_p, int64_t other_step,
-                                  int64_t n, bool stream, const void *ctx)
+                                  int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -2406,7 +2437,7 @@ floor_divide_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_
 
 YT__STEPPED_AVX2_TARGET static void
 floor_divide_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, bool stream,
+                              const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                               const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -2420,31 +2451,33 @@ floor_divide_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
             i = stream ? floor_divide_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true,
-                                                           ctx)
+                                                           fetch, ctx)
                        : floor_divide_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false,
-                                                           ctx);
+                                                           fetch, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
             i = stream ? floor_divide_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true,
-                                                           ctx)
+                                                           fetch, ctx)
                        : floor_divide_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false,
-                                                           ctx);
+                                                           fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
             i = stream ? floor_divide_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true,
-                                                           ctx)
+                                                           fetch, ctx)
                        : floor_divide_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false,
-                                                           ctx);
+                                                           fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
             i = stream ? floor_divide_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true,
-                                                           ctx)
+                                                           fetch, ctx)
                        : floor_divide_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false,
-                                                           ctx);
+                                                           fetch, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = floor_divide_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
+            i = floor_divide_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, fetch,
+                                                  ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = floor_divide_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
+            i = floor_divide_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, fetch,
+                                                  ctx);
         else
             i = floor_divide_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p,
-                                                  other_step, n, stream, ctx);
+                                                  other_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2726,7 +2759,8 @@ lerp_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 lerp_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                     const char *end_p, int64_t end_step, int64_t n, bool stream, const void *ctx)
+                     const char *end_p, int64_t end_step, int64_t n, bool stream, bool fetch,
+                     const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float weight = (float)scalars[0].f;
@@ -2734,8 +2768,8 @@ lerp_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t se
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], end_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(end_lanes, end_p + i * end_step, end_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(end_lanes, end_p + i * end_step, end_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -2755,7 +2789,7 @@ lerp_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t se
 
 YT__STEPPED_TARGET static void
 lerp_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, bool stream, const void *ctx)
+                 int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2767,24 +2801,24 @@ lerp_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *end_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && end_step == 4)
-            i = stream ? lerp_stepped_row_f32(out, 4, self_p, 8, end_p, 4, n, true, ctx)
-                       : lerp_stepped_row_f32(out, 4, self_p, 8, end_p, 4, n, false, ctx);
+            i = stream ? lerp_stepped_row_f32(out, 4, self_p, 8, end_p, 4, n, true, fetch, ctx)
+                       : lerp_stepped_row_f32(out, 4, self_p, 8, end_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && end_step == 4)
-            i = stream ? lerp_stepped_row_f32(out, 4, self_p, 12, end_p, 4, n, true, ctx)
-                       : lerp_stepped_row_f32(out, 4, self_p, 12, end_p, 4, n, false, ctx);
+            i = stream ? lerp_stepped_row_f32(out, 4, self_p, 12, end_p, 4, n, true, fetch, ctx)
+                       : lerp_stepped_row_f32(out, 4, self_p, 12, end_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 8)
-            i = stream ? lerp_stepped_row_f32(out, 4, self_p, 4, end_p, 8, n, true, ctx)
-                       : lerp_stepped_row_f32(out, 4, self_p, 4, end_p, 8, n, false, ctx);
+            i = stream ? lerp_stepped_row_f32(out, 4, self_p, 4, end_p, 8, n, true, fetch, ctx)
+                       : lerp_stepped_row_f32(out, 4, self_p, 4, end_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 12)
-            i = stream ? lerp_stepped_row_f32(out, 4, self_p, 4, end_p, 12, n, true, ctx)
-                       : lerp_stepped_row_f32(out, 4, self_p, 4, end_p, 12, n, false, ctx);
+            i = stream ? lerp_stepped_row_f32(out, 4, self_p, 4, end_p, 12, n, true, fetch, ctx)
+                       : lerp_stepped_row_f32(out, 4, self_p, 4, end_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && end_step == 4)
-            i = lerp_stepped_row_f32(out, 8, self_p, 4, end_p, 4, n, false, ctx);
+            i = lerp_stepped_row_f32(out, 8, self_p, 4, end_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 4)
-            i = lerp_stepped_row_f32(out, 8, self_p, 8, end_p, 4, n, false, ctx);
+            i = lerp_stepped_row_f32(out, 8, self_p, 8, end_p, 4, n, false, fetch, ctx);
         else
             i = lerp_stepped_row_f32(out, out_step, self_p, self_step, end_p, end_step, n, stream,
-                                     ctx);
+                                     fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2795,7 +2829,7 @@ lerp_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 lerp_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          const char *end_p, int64_t end_step, int64_t n, bool stream,
+                          const char *end_p, int64_t end_step, int64_t n, bool stream, bool fetch,
                           const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -2804,8 +2838,8 @@ lerp_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], end_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(end_lanes, end_p + i * end_step, end_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(end_lanes, end_p + i * end_step, end_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -2825,7 +2859,7 @@ lerp_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_AVX2_TARGET static void
 lerp_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2837,24 +2871,28 @@ lerp_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *end_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && end_step == 4)
-            i = stream ? lerp_stepped_row_avx2_f32(out, 4, self_p, 8, end_p, 4, n, true, ctx)
-                       : lerp_stepped_row_avx2_f32(out, 4, self_p, 8, end_p, 4, n, false, ctx);
+            i = stream
+                    ? lerp_stepped_row_avx2_f32(out, 4, self_p, 8, end_p, 4, n, true, fetch, ctx)
+                    : lerp_stepped_row_avx2_f32(out, 4, self_p, 8, end_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && end_step == 4)
-            i = stream ? lerp_stepped_row_avx2_f32(out, 4, self_p, 12, end_p, 4, n, true, ctx)
-                       : lerp_stepped_row_avx2_f32(out, 4, self_p, 12, end_p, 4, n, false, ctx);
+            i = stream
+                    ? lerp_stepped_row_avx2_f32(out, 4, self_p, 12, end_p, 4, n, true, fetch, ctx)
+                    : lerp_stepped_row_avx2_f32(out, 4, self_p, 12, end_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 8)
-            i = stream ? lerp_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 8, n, true, ctx)
-                       : lerp_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 8, n, false, ctx);
+            i = stream
+                    ? lerp_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 8, n, true, fetch, ctx)
+                    : lerp_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 12)
-            i = stream ? lerp_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 12, n, true, ctx)
-                       : lerp_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 12, n, false, ctx);
+            i = stream
+                    ? lerp_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 12, n, true, fetch, ctx)
+                    : lerp_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && end_step == 4)
-            i = lerp_stepped_row_avx2_f32(out, 8, self_p, 4, end_p, 4, n, false, ctx);
+            i = lerp_stepped_row_avx2_f32(out, 8, self_p, 4, end_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 4)
-            i = lerp_stepped_row_avx2_f32(out, 8, self_p, 8, end_p, 4, n, false, ctx);
+            i = lerp_stepped_row_avx2_f32(out, 8, self_p, 8, end_p, 4, n, false, fetch, ctx);
         else
             i = lerp_stepped_row_avx2_f32(out, out_step, self_p, self_step, end_p, end_step, n,
-                                          stream, ctx);
+                                          stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2937,7 +2975,8 @@ lerp_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 lerp_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                     const char *end_p, int64_t end_step, int64_t n, bool stream, const void *ctx)
+                     const char *end_p, int64_t end_step, int64_t n, bool stream, bool fetch,
+                     const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double weight = (double)scalars[0].f;
@@ -2945,8 +2984,8 @@ lerp_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t se
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], end_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(end_lanes, end_p + i * end_step, end_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(end_lanes, end_p + i * end_step, end_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -2966,7 +3005,7 @@ lerp_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t se
 
 YT__STEPPED_TARGET static void
 lerp_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, bool stream, const void *ctx)
+                 int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2978,24 +3017,24 @@ lerp_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *end_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && end_step == 8)
-            i = stream ? lerp_stepped_row_f64(out, 8, self_p, 16, end_p, 8, n, true, ctx)
-                       : lerp_stepped_row_f64(out, 8, self_p, 16, end_p, 8, n, false, ctx);
+            i = stream ? lerp_stepped_row_f64(out, 8, self_p, 16, end_p, 8, n, true, fetch, ctx)
+                       : lerp_stepped_row_f64(out, 8, self_p, 16, end_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && end_step == 8)
-            i = stream ? lerp_stepped_row_f64(out, 8, self_p, 24, end_p, 8, n, true, ctx)
-                       : lerp_stepped_row_f64(out, 8, self_p, 24, end_p, 8, n, false, ctx);
+            i = stream ? lerp_stepped_row_f64(out, 8, self_p, 24, end_p, 8, n, true, fetch, ctx)
+                       : lerp_stepped_row_f64(out, 8, self_p, 24, end_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 16)
-            i = stream ? lerp_stepped_row_f64(out, 8, self_p, 8, end_p, 16, n, true, ctx)
-                       : lerp_stepped_row_f64(out, 8, self_p, 8, end_p, 16, n, false, ctx);
+            i = stream ? lerp_stepped_row_f64(out, 8, self_p, 8, end_p, 16, n, true, fetch, ctx)
+                       : lerp_stepped_row_f64(out, 8, self_p, 8, end_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 24)
-            i = stream ? lerp_stepped_row_f64(out, 8, self_p, 8, end_p, 24, n, true, ctx)
-                       : lerp_stepped_row_f64(out, 8, self_p, 8, end_p, 24, n, false, ctx);
+            i = stream ? lerp_stepped_row_f64(out, 8, self_p, 8, end_p, 24, n, true, fetch, ctx)
+                       : lerp_stepped_row_f64(out, 8, self_p, 8, end_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && end_step == 8)
-            i = lerp_stepped_row_f64(out, 16, self_p, 8, end_p, 8, n, false, ctx);
+            i = lerp_stepped_row_f64(out, 16, self_p, 8, end_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && end_step == 8)
-            i = lerp_stepped_row_f64(out, 16, self_p, 16, end_p, 8, n, false, ctx);
+            i = lerp_stepped_row_f64(out, 16, self_p, 16, end_p, 8, n, false, fetch, ctx);
         else
             i = lerp_stepped_row_f64(out, out_step, self_p, self_step, end_p, end_step, n, stream,
-                                     ctx);
+                                     fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3006,7 +3045,7 @@ lerp_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 lerp_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          const char *end_p, int64_t end_step, int64_t n, bool stream,
+                          const char *end_p, int64_t end_step, int64_t n, bool stream, bool fetch,
                           const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -3015,8 +3054,8 @@ lerp_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], end_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(end_lanes, end_p + i * end_step, end_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(end_lanes, end_p + i * end_step, end_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -3036,7 +3075,7 @@ lerp_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_AVX2_TARGET static void
 lerp_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3048,24 +3087,28 @@ lerp_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *end_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && end_step == 8)
-            i = stream ? lerp_stepped_row_avx2_f64(out, 8, self_p, 16, end_p, 8, n, true, ctx)
-                       : lerp_stepped_row_avx2_f64(out, 8, self_p, 16, end_p, 8, n, false, ctx);
+            i = stream
+                    ? lerp_stepped_row_avx2_f64(out, 8, self_p, 16, end_p, 8, n, true, fetch, ctx)
+                    : lerp_stepped_row_avx2_f64(out, 8, self_p, 16, end_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && end_step == 8)
-            i = stream ? lerp_stepped_row_avx2_f64(out, 8, self_p, 24, end_p, 8, n, true, ctx)
-                       : lerp_stepped_row_avx2_f64(out, 8, self_p, 24, end_p, 8, n, false, ctx);
+            i = stream
+                    ? lerp_stepped_row_avx2_f64(out, 8, self_p, 24, end_p, 8, n, true, fetch, ctx)
+                    : lerp_stepped_row_avx2_f64(out, 8, self_p, 24, end_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 16)
-            i = stream ? lerp_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 16, n, true, ctx)
-                       : lerp_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 16, n, false, ctx);
+            i = stream
+                    ? lerp_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 16, n, true, fetch, ctx)
+                    : lerp_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 24)
-            i = stream ? lerp_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 24, n, true, ctx)
-                       : lerp_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 24, n, false, ctx);
+            i = stream
+                    ? lerp_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 24, n, true, fetch, ctx)
+                    : lerp_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && end_step == 8)
-            i = lerp_stepped_row_avx2_f64(out, 16, self_p, 8, end_p, 8, n, false, ctx);
+            i = lerp_stepped_row_avx2_f64(out, 16, self_p, 8, end_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && end_step == 8)
-            i = lerp_stepped_row_avx2_f64(out, 16, self_p, 16, end_p, 8, n, false, ctx);
+            i = lerp_stepped_row_avx2_f64(out, 16, self_p, 16, end_p, 8, n, false, fetch, ctx);
         else
             i = lerp_stepped_row_avx2_f64(out, out_step, self_p, self_step, end_p, end_step, n,
-                                          stream, ctx);
+                                          stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3392,16 +3435,17 @@ lerp_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 lerp_tensor_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                             const char *end_p, int64_t end_step, const char *weight_p,
-                            int64_t weight_step, int64_t n, bool stream, const void *ctx)
+                            int64_t weight_step, int64_t n, bool stream, bool fetch,
+                            const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], end_lanes[YT__STEPPED_LANES_F32],
             weight_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(end_lanes, end_p + i * end_step, end_step);
-        yt__lanes_load_f32(weight_lanes, weight_p + i * weight_step, weight_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(end_lanes, end_p + i * end_step, end_step, fetch);
+        yt__lanes_load_f32(weight_lanes, weight_p + i * weight_step, weight_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -3422,7 +3466,7 @@ lerp_tensor_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int
 
 YT__STEPPED_TARGET static void
 lerp_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                        int64_t rows, bool stream, const void *ctx)
+                        int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3437,43 +3481,43 @@ lerp_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n, const in
         int64_t i;
         if (out_step == 4 && self_step == 8 && end_step == 4 && weight_step == 4)
             i = stream ? lerp_tensor_stepped_row_f32(out, 4, self_p, 8, end_p, 4, weight_p, 4, n,
-                                                     true, ctx)
+                                                     true, fetch, ctx)
                        : lerp_tensor_stepped_row_f32(out, 4, self_p, 8, end_p, 4, weight_p, 4, n,
-                                                     false, ctx);
+                                                     false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && end_step == 4 && weight_step == 4)
             i = stream ? lerp_tensor_stepped_row_f32(out, 4, self_p, 12, end_p, 4, weight_p, 4, n,
-                                                     true, ctx)
+                                                     true, fetch, ctx)
                        : lerp_tensor_stepped_row_f32(out, 4, self_p, 12, end_p, 4, weight_p, 4, n,
-                                                     false, ctx);
+                                                     false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 8 && weight_step == 4)
             i = stream ? lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 8, weight_p, 4, n,
-                                                     true, ctx)
+                                                     true, fetch, ctx)
                        : lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 8, weight_p, 4, n,
-                                                     false, ctx);
+                                                     false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 12 && weight_step == 4)
             i = stream ? lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 12, weight_p, 4, n,
-                                                     true, ctx)
+                                                     true, fetch, ctx)
                        : lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 12, weight_p, 4, n,
-                                                     false, ctx);
+                                                     false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 4 && weight_step == 8)
             i = stream ? lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 4, weight_p, 8, n,
-                                                     true, ctx)
+                                                     true, fetch, ctx)
                        : lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 4, weight_p, 8, n,
-                                                     false, ctx);
+                                                     false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 4 && weight_step == 12)
             i = stream ? lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 4, weight_p, 12, n,
-                                                     true, ctx)
+                                                     true, fetch, ctx)
                        : lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 4, weight_p, 12, n,
-                                                     false, ctx);
+                                                     false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && end_step == 4 && weight_step == 4)
             i = lerp_tensor_stepped_row_f32(out, 8, self_p, 4, end_p, 4, weight_p, 4, n, false,
-                                            ctx);
+                                            fetch, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 4 && weight_step == 4)
             i = lerp_tensor_stepped_row_f32(out, 8, self_p, 8, end_p, 4, weight_p, 4, n, false,
-                                            ctx);
+                                            fetch, ctx);
         else
             i = lerp_tensor_stepped_row_f32(out, out_step, self_p, self_step, end_p, end_step,
-                                            weight_p, weight_step, n, stream, ctx);
+                                            weight_p, weight_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -3485,16 +3529,17 @@ lerp_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n, const in
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 lerp_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                                  const char *end_p, int64_t end_step, const char *weight_p,
-                                 int64_t weight_step, int64_t n, bool stream, const void *ctx)
+                                 int64_t weight_step, int64_t n, bool stream, bool fetch,
+                                 const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], end_lanes[YT__STEPPED_LANES_F32],
             weight_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(end_lanes, end_p + i * end_step, end_step);
-        yt__lanes_load_f32_avx2(weight_lanes, weight_p + i * weight_step, weight_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(end_lanes, end_p + i * end_step, end_step, fetch);
+        yt__lanes_load_f32_avx2(weight_lanes, weight_p + i * weight_step, weight_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -3515,7 +3560,8 @@ lerp_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p
 
 YT__STEPPED_AVX2_TARGET static void
 lerp_tensor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                             const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3530,43 +3576,43 @@ lerp_tensor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 4 && self_step == 8 && end_step == 4 && weight_step == 4)
             i = stream ? lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, end_p, 4, weight_p, 4,
-                                                          n, true, ctx)
+                                                          n, true, fetch, ctx)
                        : lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, end_p, 4, weight_p, 4,
-                                                          n, false, ctx);
+                                                          n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && end_step == 4 && weight_step == 4)
             i = stream ? lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, end_p, 4, weight_p, 4,
-                                                          n, true, ctx)
+                                                          n, true, fetch, ctx)
                        : lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, end_p, 4, weight_p, 4,
-                                                          n, false, ctx);
+                                                          n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 8 && weight_step == 4)
             i = stream ? lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 8, weight_p, 4,
-                                                          n, true, ctx)
+                                                          n, true, fetch, ctx)
                        : lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 8, weight_p, 4,
-                                                          n, false, ctx);
+                                                          n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 12 && weight_step == 4)
             i = stream ? lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 12, weight_p, 4,
-                                                          n, true, ctx)
+                                                          n, true, fetch, ctx)
                        : lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 12, weight_p, 4,
-                                                          n, false, ctx);
+                                                          n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 4 && weight_step == 8)
             i = stream ? lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 4, weight_p, 8,
-                                                          n, true, ctx)
+                                                          n, true, fetch, ctx)
                        : lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 4, weight_p, 8,
-                                                          n, false, ctx);
+                                                          n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 4 && weight_step == 12)
             i = stream ? lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 4, weight_p, 12,
-                                                          n, true, ctx)
+                                                          n, true, fetch, ctx)
                        : lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 4, weight_p, 12,
-                                                          n, false, ctx);
+                                                          n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && end_step == 4 && weight_step == 4)
             i = lerp_tensor_stepped_row_avx2_f32(out, 8, self_p, 4, end_p, 4, weight_p, 4, n, false,
-                                                 ctx);
+                                                 fetch, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 4 && weight_step == 4)
             i = lerp_tensor_stepped_row_avx2_f32(out, 8, self_p, 8, end_p, 4, weight_p, 4, n, false,
-                                                 ctx);
+                                                 fetch, ctx);
         else
             i = lerp_tensor_stepped_row_avx2_f32(out, out_step, self_p, self_step, end_p, end_step,
-                                                 weight_p, weight_step, n, stream, ctx);
+                                                 weight_p, weight_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -3671,16 +3717,17 @@ lerp_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 lerp_tensor_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                             const char *end_p, int64_t end_step, const char *weight_p,
-                            int64_t weight_step, int64_t n, bool stream, const void *ctx)
+                            int64_t weight_step, int64_t n, bool stream, bool fetch,
+                            const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], end_lanes[YT__STEPPED_LANES_F64],
             weight_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(end_lanes, end_p + i * end_step, end_step);
-        yt__lanes_load_f64(weight_lanes, weight_p + i * weight_step, weight_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(end_lanes, end_p + i * end_step, end_step, fetch);
+        yt__lanes_load_f64(weight_lanes, weight_p + i * weight_step, weight_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -3701,7 +3748,7 @@ lerp_tensor_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int
 
 YT__STEPPED_TARGET static void
 lerp_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                        int64_t rows, bool stream, const void *ctx)
+                        int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3716,43 +3763,43 @@ lerp_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n, const in
         int64_t i;
         if (out_step == 8 && self_step == 16 && end_step == 8 && weight_step == 8)
             i = stream ? lerp_tensor_stepped_row_f64(out, 8, self_p, 16, end_p, 8, weight_p, 8, n,
-                                                     true, ctx)
+                                                     true, fetch, ctx)
                        : lerp_tensor_stepped_row_f64(out, 8, self_p, 16, end_p, 8, weight_p, 8, n,
-                                                     false, ctx);
+                                                     false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && end_step == 8 && weight_step == 8)
             i = stream ? lerp_tensor_stepped_row_f64(out, 8, self_p, 24, end_p, 8, weight_p, 8, n,
-                                                     true, ctx)
+                                                     true, fetch, ctx)
                        : lerp_tensor_stepped_row_f64(out, 8, self_p, 24, end_p, 8, weight_p, 8, n,
-                                                     false, ctx);
+                                                     false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 16 && weight_step == 8)
             i = stream ? lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 16, weight_p, 8, n,
-                                                     true, ctx)
+                                                     true, fetch, ctx)
                        : lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 16, weight_p, 8, n,
-                                                     false, ctx);
+                                                     false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 24 && weight_step == 8)
             i = stream ? lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 24, weight_p, 8, n,
-                                                     true, ctx)
+                                                     true, fetch, ctx)
                        : lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 24, weight_p, 8, n,
-                                                     false, ctx);
+                                                     false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 8 && weight_step == 16)
             i = stream ? lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 8, weight_p, 16, n,
-                                                     true, ctx)
+                                                     true, fetch, ctx)
                        : lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 8, weight_p, 16, n,
-                                                     false, ctx);
+                                                     false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 8 && weight_step == 24)
             i = stream ? lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 8, weight_p, 24, n,
-                                                     true, ctx)
+                                                     true, fetch, ctx)
                        : lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 8, weight_p, 24, n,
-                                                     false, ctx);
+                                                     false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && end_step == 8 && weight_step == 8)
             i = lerp_tensor_stepped_row_f64(out, 16, self_p, 8, end_p, 8, weight_p, 8, n, false,
-                                            ctx);
+                                            fetch, ctx);
         else if (out_step == 16 && self_step == 16 && end_step == 8 && weight_step == 8)
             i = lerp_tensor_stepped_row_f64(out, 16, self_p, 16, end_p, 8, weight_p, 8, n, false,
-                                            ctx);
+                                            fetch, ctx);
         else
             i = lerp_tensor_stepped_row_f64(out, out_step, self_p, self_step, end_p, end_step,
-                                            weight_p, weight_step, n, stream, ctx);
+                                            weight_p, weight_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -3764,16 +3811,17 @@ lerp_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n, const in
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 lerp_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                                  const char *end_p, int64_t end_step, const char *weight_p,
-                                 int64_t weight_step, int64_t n, bool stream, const void *ctx)
+                                 int64_t weight_step, int64_t n, bool stream, bool fetch,
+                                 const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], end_lanes[YT__STEPPED_LANES_F64],
             weight_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(end_lanes, end_p + i * end_step, end_step);
-        yt__lanes_load_f64_avx2(weight_lanes, weight_p + i * weight_step, weight_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(end_lanes, end_p + i * end_step, end_step, fetch);
+        yt__lanes_load_f64_avx2(weight_lanes, weight_p + i * weight_step, weight_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -3794,7 +3842,8 @@ lerp_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p
 
 YT__STEPPED_AVX2_TARGET static void
 lerp_tensor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                             const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3809,43 +3858,43 @@ lerp_tensor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 8 && self_step == 16 && end_step == 8 && weight_step == 8)
             i = stream ? lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, end_p, 8, weight_p, 8,
-                                                          n, true, ctx)
+                                                          n, true, fetch, ctx)
                        : lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, end_p, 8, weight_p, 8,
-                                                          n, false, ctx);
+                                                          n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && end_step == 8 && weight_step == 8)
             i = stream ? lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, end_p, 8, weight_p, 8,
-                                                          n, true, ctx)
+                                                          n, true, fetch, ctx)
                        : lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, end_p, 8, weight_p, 8,
-                                                          n, false, ctx);
+                                                          n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 16 && weight_step == 8)
             i = stream ? lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 16, weight_p, 8,
-                                                          n, true, ctx)
+                                                          n, true, fetch, ctx)
                        : lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 16, weight_p, 8,
-                                                          n, false, ctx);
+                                                          n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 24 && weight_step == 8)
             i = stream ? lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 24, weight_p, 8,
-                                                          n, true, ctx)
+                                                          n, true, fetch, ctx)
                        : lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 24, weight_p, 8,
-                                                          n, false, ctx);
+                                                          n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 8 && weight_step == 16)
             i = stream ? lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 8, weight_p, 16,
-                                                          n, true, ctx)
+                                                          n, true, fetch, ctx)
                        : lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 8, weight_p, 16,
-                                                          n, false, ctx);
+                                                          n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 8 && weight_step == 24)
             i = stream ? lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 8, weight_p, 24,
-                                                          n, true, ctx)
+                                                          n, true, fetch, ctx)
                        : lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 8, weight_p, 24,
-                                                          n, false, ctx);
+                                                          n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && end_step == 8 && weight_step == 8)
             i = lerp_tensor_stepped_row_avx2_f64(out, 16, self_p, 8, end_p, 8, weight_p, 8, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && end_step == 8 && weight_step == 8)
             i = lerp_tensor_stepped_row_avx2_f64(out, 16, self_p, 16, end_p, 8, weight_p, 8, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else
             i = lerp_tensor_stepped_row_avx2_f64(out, out_step, self_p, self_step, end_p, end_step,
-                                                 weight_p, weight_step, n, stream, ctx);
+                                                 weight_p, weight_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -4590,7 +4639,7 @@ addcmul_blocks_f32(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 addcmul_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                         const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
-                        int64_t tensor2_step, int64_t n, bool stream, const void *ctx)
+                        int64_t tensor2_step, int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float value = (float)scalars[0].f;
@@ -4598,9 +4647,9 @@ addcmul_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], tensor1_lanes[YT__STEPPED_LANES_F32],
             tensor2_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
-        yt__lanes_load_f32(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step, fetch);
+        yt__lanes_load_f32(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -4619,7 +4668,7 @@ addcmul_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t
 
 YT__STEPPED_TARGET static void
 addcmul_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                    int64_t rows, bool stream, const void *ctx)
+                    int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4634,43 +4683,43 @@ addcmul_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
         int64_t i;
         if (out_step == 4 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
             i = stream ? addcmul_stepped_row_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcmul_stepped_row_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && tensor1_step == 4 && tensor2_step == 4)
             i = stream ? addcmul_stepped_row_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p, 4, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcmul_stepped_row_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p, 4, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 8 && tensor2_step == 4)
             i = stream ? addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 12 && tensor2_step == 4)
             i = stream ? addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p, 4, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p, 4, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 8)
             i = stream ? addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 12)
             i = stream ? addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 12, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 12, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && tensor1_step == 4 && tensor2_step == 4)
             i = addcmul_stepped_row_f32(out, 8, self_p, 4, tensor1_p, 4, tensor2_p, 4, n, false,
-                                        ctx);
+                                        fetch, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
             i = addcmul_stepped_row_f32(out, 8, self_p, 8, tensor1_p, 4, tensor2_p, 4, n, false,
-                                        ctx);
+                                        fetch, ctx);
         else
             i = addcmul_stepped_row_f32(out, out_step, self_p, self_step, tensor1_p, tensor1_step,
-                                        tensor2_p, tensor2_step, n, stream, ctx);
+                                        tensor2_p, tensor2_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -4682,7 +4731,8 @@ addcmul_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 addcmul_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                              const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
-                             int64_t tensor2_step, int64_t n, bool stream, const void *ctx)
+                             int64_t tensor2_step, int64_t n, bool stream, bool fetch,
+                             const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float value = (float)scalars[0].f;
@@ -4690,9 +4740,9 @@ addcmul_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, in
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], tensor1_lanes[YT__STEPPED_LANES_F32],
             tensor2_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
-        yt__lanes_load_f32_avx2(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step, fetch);
+        yt__lanes_load_f32_avx2(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -4711,7 +4761,7 @@ addcmul_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, in
 
 YT__STEPPED_AVX2_TARGET static void
 addcmul_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, bool stream, const void *ctx)
+                         int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4726,43 +4776,44 @@ addcmul_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const i
         int64_t i;
         if (out_step == 4 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
             i = stream ? addcmul_stepped_row_avx2_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4,
-                                                      n, true, ctx)
+                                                      n, true, fetch, ctx)
                        : addcmul_stepped_row_avx2_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4,
-                                                      n, false, ctx);
+                                                      n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && tensor1_step == 4 && tensor2_step == 4)
             i = stream ? addcmul_stepped_row_avx2_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p,
-                                                      4, n, true, ctx)
+                                                      4, n, true, fetch, ctx)
                        : addcmul_stepped_row_avx2_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p,
-                                                      4, n, false, ctx);
+                                                      4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 8 && tensor2_step == 4)
             i = stream ? addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4,
-                                                      n, true, ctx)
+                                                      n, true, fetch, ctx)
                        : addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4,
-                                                      n, false, ctx);
+                                                      n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 12 && tensor2_step == 4)
             i = stream ? addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p,
-                                                      4, n, true, ctx)
+                                                      4, n, true, fetch, ctx)
                        : addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p,
-                                                      4, n, false, ctx);
+                                                      4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 8)
             i = stream ? addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8,
-                                                      n, true, ctx)
+                                                      n, true, fetch, ctx)
                        : addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8,
-                                                      n, false, ctx);
+                                                      n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 12)
             i = stream ? addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p,
-                                                      12, n, true, ctx)
+                                                      12, n, true, fetch, ctx)
                        : addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p,
-                                                      12, n, false, ctx);
+                                                      12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && tensor1_step == 4 && tensor2_step == 4)
             i = addcmul_stepped_row_avx2_f32(out, 8, self_p, 4, tensor1_p, 4, tensor2_p, 4, n,
-                                             false, ctx);
+                                             false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
             i = addcmul_stepped_row_avx2_f32(out, 8, self_p, 8, tensor1_p, 4, tensor2_p, 4, n,
-                                             false, ctx);
+                                             false, fetch, ctx);
         else
             i = addcmul_stepped_row_avx2_f32(out, out_step, self_p, self_step, tensor1_p,
-                                             tensor1_step, tensor2_p, tensor2_step, n, stream, ctx);
+                                             tensor1_step, tensor2_p, tensor2_step, n, stream,
+                                             fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -4858,7 +4909,7 @@ addcmul_blocks_f64(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 addcmul_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                         const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
-                        int64_t tensor2_step, int64_t n, bool stream, const void *ctx)
+                        int64_t tensor2_step, int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double value = (double)scalars[0].f;
@@ -4866,9 +4917,9 @@ addcmul_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], tensor1_lanes[YT__STEPPED_LANES_F64],
             tensor2_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
-        yt__lanes_load_f64(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step, fetch);
+        yt__lanes_load_f64(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -4887,7 +4938,7 @@ addcmul_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t
 
 YT__STEPPED_TARGET static void
 addcmul_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                    int64_t rows, bool stream, const void *ctx)
+                    int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4902,43 +4953,43 @@ addcmul_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
         int64_t i;
         if (out_step == 8 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
             i = stream ? addcmul_stepped_row_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p, 8, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcmul_stepped_row_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p, 8, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && tensor1_step == 8 && tensor2_step == 8)
             i = stream ? addcmul_stepped_row_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p, 8, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcmul_stepped_row_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p, 8, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 16 && tensor2_step == 8)
             i = stream ? addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p, 8, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p, 8, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 24 && tensor2_step == 8)
             i = stream ? addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p, 8, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p, 8, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 16)
             i = stream ? addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 16, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 16, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 24)
             i = stream ? addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 24, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 24, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && tensor1_step == 8 && tensor2_step == 8)
             i = addcmul_stepped_row_f64(out, 16, self_p, 8, tensor1_p, 8, tensor2_p, 8, n, false,
-                                        ctx);
+                                        fetch, ctx);
         else if (out_step == 16 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
             i = addcmul_stepped_row_f64(out, 16, self_p, 16, tensor1_p, 8, tensor2_p, 8, n, false,
-                                        ctx);
+                                        fetch, ctx);
         else
             i = addcmul_stepped_row_f64(out, out_step, self_p, self_step, tensor1_p, tensor1_step,
-                                        tensor2_p, tensor2_step, n, stream, ctx);
+                                        tensor2_p, tensor2_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -4950,7 +5001,8 @@ addcmul_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 addcmul_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                              const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
-                             int64_t tensor2_step, int64_t n, bool stream, const void *ctx)
+                             int64_t tensor2_step, int64_t n, bool stream, bool fetch,
+                             const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double value = (double)scalars[0].f;
@@ -4958,9 +5010,9 @@ addcmul_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, in
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], tensor1_lanes[YT__STEPPED_LANES_F64],
             tensor2_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
-        yt__lanes_load_f64_avx2(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step, fetch);
+        yt__lanes_load_f64_avx2(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -4979,7 +5031,7 @@ addcmul_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, in
 
 YT__STEPPED_AVX2_TARGET static void
 addcmul_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, bool stream, const void *ctx)
+                         int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4994,43 +5046,44 @@ addcmul_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const i
         int64_t i;
         if (out_step == 8 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
             i = stream ? addcmul_stepped_row_avx2_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p,
-                                                      8, n, true, ctx)
+                                                      8, n, true, fetch, ctx)
                        : addcmul_stepped_row_avx2_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p,
-                                                      8, n, false, ctx);
+                                                      8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && tensor1_step == 8 && tensor2_step == 8)
             i = stream ? addcmul_stepped_row_avx2_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p,
-                                                      8, n, true, ctx)
+                                                      8, n, true, fetch, ctx)
                        : addcmul_stepped_row_avx2_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p,
-                                                      8, n, false, ctx);
+                                                      8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 16 && tensor2_step == 8)
             i = stream ? addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p,
-                                                      8, n, true, ctx)
+                                                      8, n, true, fetch, ctx)
                        : addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p,
-                                                      8, n, false, ctx);
+                                                      8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 24 && tensor2_step == 8)
             i = stream ? addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p,
-                                                      8, n, true, ctx)
+                                                      8, n, true, fetch, ctx)
                        : addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p,
-                                                      8, n, false, ctx);
+                                                      8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 16)
             i = stream ? addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p,
-                                                      16, n, true, ctx)
+                                                      16, n, true, fetch, ctx)
                        : addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p,
-                                                      16, n, false, ctx);
+                                                      16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 24)
             i = stream ? addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p,
-                                                      24, n, true, ctx)
+                                                      24, n, true, fetch, ctx)
                        : addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p,
-                                                      24, n, false, ctx);
+                                                      24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && tensor1_step == 8 && tensor2_step == 8)
             i = addcmul_stepped_row_avx2_f64(out, 16, self_p, 8, tensor1_p, 8, tensor2_p, 8, n,
-                                             false, ctx);
+                                             false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
             i = addcmul_stepped_row_avx2_f64(out, 16, self_p, 16, tensor1_p, 8, tensor2_p, 8, n,
-                                             false, ctx);
+                                             false, fetch, ctx);
         else
             i = addcmul_stepped_row_avx2_f64(out, out_step, self_p, self_step, tensor1_p,
-                                             tensor1_step, tensor2_p, tensor2_step, n, stream, ctx);
+                                             tensor1_step, tensor2_p, tensor2_step, n, stream,
+                                             fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -5348,7 +5401,7 @@ addcdiv_blocks_f32(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 addcdiv_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                         const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
-                        int64_t tensor2_step, int64_t n, bool stream, const void *ctx)
+                        int64_t tensor2_step, int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float value = (float)scalars[0].f;
@@ -5356,9 +5409,9 @@ addcdiv_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], tensor1_lanes[YT__STEPPED_LANES_F32],
             tensor2_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
-        yt__lanes_load_f32(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step, fetch);
+        yt__lanes_load_f32(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5377,7 +5430,7 @@ addcdiv_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t
 
 YT__STEPPED_TARGET static void
 addcdiv_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                    int64_t rows, bool stream, const void *ctx)
+                    int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5392,43 +5445,43 @@ addcdiv_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
         int64_t i;
         if (out_step == 4 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
             i = stream ? addcdiv_stepped_row_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcdiv_stepped_row_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && tensor1_step == 4 && tensor2_step == 4)
             i = stream ? addcdiv_stepped_row_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p, 4, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcdiv_stepped_row_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p, 4, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 8 && tensor2_step == 4)
             i = stream ? addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 12 && tensor2_step == 4)
             i = stream ? addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p, 4, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p, 4, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 8)
             i = stream ? addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 12)
             i = stream ? addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 12, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 12, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && tensor1_step == 4 && tensor2_step == 4)
             i = addcdiv_stepped_row_f32(out, 8, self_p, 4, tensor1_p, 4, tensor2_p, 4, n, false,
-                                        ctx);
+                                        fetch, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
             i = addcdiv_stepped_row_f32(out, 8, self_p, 8, tensor1_p, 4, tensor2_p, 4, n, false,
-                                        ctx);
+                                        fetch, ctx);
         else
             i = addcdiv_stepped_row_f32(out, out_step, self_p, self_step, tensor1_p, tensor1_step,
-                                        tensor2_p, tensor2_step, n, stream, ctx);
+                                        tensor2_p, tensor2_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -5440,7 +5493,8 @@ addcdiv_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 addcdiv_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                              const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
-                             int64_t tensor2_step, int64_t n, bool stream, const void *ctx)
+                             int64_t tensor2_step, int64_t n, bool stream, bool fetch,
+                             const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float value = (float)scalars[0].f;
@@ -5448,9 +5502,9 @@ addcdiv_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, in
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], tensor1_lanes[YT__STEPPED_LANES_F32],
             tensor2_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
-        yt__lanes_load_f32_avx2(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step, fetch);
+        yt__lanes_load_f32_avx2(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5469,7 +5523,7 @@ addcdiv_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, in
 
 YT__STEPPED_AVX2_TARGET static void
 addcdiv_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, bool stream, const void *ctx)
+                         int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5484,43 +5538,44 @@ addcdiv_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const i
         int64_t i;
         if (out_step == 4 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
             i = stream ? addcdiv_stepped_row_avx2_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4,
-                                                      n, true, ctx)
+                                                      n, true, fetch, ctx)
                        : addcdiv_stepped_row_avx2_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4,
-                                                      n, false, ctx);
+                                                      n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && tensor1_step == 4 && tensor2_step == 4)
             i = stream ? addcdiv_stepped_row_avx2_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p,
-                                                      4, n, true, ctx)
+                                                      4, n, true, fetch, ctx)
                        : addcdiv_stepped_row_avx2_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p,
-                                                      4, n, false, ctx);
+                                                      4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 8 && tensor2_step == 4)
             i = stream ? addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4,
-                                                      n, true, ctx)
+                                                      n, true, fetch, ctx)
                        : addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4,
-                                                      n, false, ctx);
+                                                      n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 12 && tensor2_step == 4)
             i = stream ? addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p,
-                                                      4, n, true, ctx)
+                                                      4, n, true, fetch, ctx)
                        : addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p,
-                                                      4, n, false, ctx);
+                                                      4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 8)
             i = stream ? addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8,
-                                                      n, true, ctx)
+                                                      n, true, fetch, ctx)
                        : addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8,
-                                                      n, false, ctx);
+                                                      n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 12)
             i = stream ? addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p,
-                                                      12, n, true, ctx)
+                                                      12, n, true, fetch, ctx)
                        : addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p,
-                                                      12, n, false, ctx);
+                                                      12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && tensor1_step == 4 && tensor2_step == 4)
             i = addcdiv_stepped_row_avx2_f32(out, 8, self_p, 4, tensor1_p, 4, tensor2_p, 4, n,
-                                             false, ctx);
+                                             false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
             i = addcdiv_stepped_row_avx2_f32(out, 8, self_p, 8, tensor1_p, 4, tensor2_p, 4, n,
-                                             false, ctx);
+                                             false, fetch, ctx);
         else
             i = addcdiv_stepped_row_avx2_f32(out, out_step, self_p, self_step, tensor1_p,
-                                             tensor1_step, tensor2_p, tensor2_step, n, stream, ctx);
+                                             tensor1_step, tensor2_p, tensor2_step, n, stream,
+                                             fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -5616,7 +5671,7 @@ addcdiv_blocks_f64(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 addcdiv_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                         const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
-                        int64_t tensor2_step, int64_t n, bool stream, const void *ctx)
+                        int64_t tensor2_step, int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double value = (double)scalars[0].f;
@@ -5624,9 +5679,9 @@ addcdiv_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], tensor1_lanes[YT__STEPPED_LANES_F64],
             tensor2_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
-        yt__lanes_load_f64(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step, fetch);
+        yt__lanes_load_f64(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -5645,7 +5700,7 @@ addcdiv_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t
 
 YT__STEPPED_TARGET static void
 addcdiv_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                    int64_t rows, bool stream, const void *ctx)
+                    int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5660,43 +5715,43 @@ addcdiv_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
         int64_t i;
         if (out_step == 8 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
             i = stream ? addcdiv_stepped_row_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p, 8, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcdiv_stepped_row_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p, 8, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && tensor1_step == 8 && tensor2_step == 8)
             i = stream ? addcdiv_stepped_row_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p, 8, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcdiv_stepped_row_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p, 8, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 16 && tensor2_step == 8)
             i = stream ? addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p, 8, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p, 8, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 24 && tensor2_step == 8)
             i = stream ? addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p, 8, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p, 8, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 16)
             i = stream ? addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 16, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 16, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 24)
             i = stream ? addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 24, n,
-                                                 true, ctx)
+                                                 true, fetch, ctx)
                        : addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 24, n,
-                                                 false, ctx);
+                                                 false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && tensor1_step == 8 && tensor2_step == 8)
             i = addcdiv_stepped_row_f64(out, 16, self_p, 8, tensor1_p, 8, tensor2_p, 8, n, false,
-                                        ctx);
+                                        fetch, ctx);
         else if (out_step == 16 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
             i = addcdiv_stepped_row_f64(out, 16, self_p, 16, tensor1_p, 8, tensor2_p, 8, n, false,
-                                        ctx);
+                                        fetch, ctx);
         else
             i = addcdiv_stepped_row_f64(out, out_step, self_p, self_step, tensor1_p, tensor1_step,
-                                        tensor2_p, tensor2_step, n, stream, ctx);
+                                        tensor2_p, tensor2_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -5708,7 +5763,8 @@ addcdiv_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 addcdiv_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                              const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
-                             int64_t tensor2_step, int64_t n, bool stream, const void *ctx)
+                             int64_t tensor2_step, int64_t n, bool stream, bool fetch,
+                             const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double value = (double)scalars[0].f;
@@ -5716,9 +5772,9 @@ addcdiv_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, in
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], tensor1_lanes[YT__STEPPED_LANES_F64],
             tensor2_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
-        yt__lanes_load_f64_avx2(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step, fetch);
+        yt__lanes_load_f64_avx2(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -5737,7 +5793,7 @@ addcdiv_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, in
 
 YT__STEPPED_AVX2_TARGET static void
 addcdiv_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, bool stream, const void *ctx)
+                         int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5752,43 +5808,44 @@ addcdiv_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const i
         int64_t i;
         if (out_step == 8 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
             i = stream ? addcdiv_stepped_row_avx2_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p,
-                                                      8, n, true, ctx)
+                                                      8, n, true, fetch, ctx)
                        : addcdiv_stepped_row_avx2_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p,
-                                                      8, n, false, ctx);
+                                                      8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && tensor1_step == 8 && tensor2_step == 8)
             i = stream ? addcdiv_stepped_row_avx2_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p,
-                                                      8, n, true, ctx)
+                                                      8, n, true, fetch, ctx)
                        : addcdiv_stepped_row_avx2_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p,
-                                                      8, n, false, ctx);
+                                                      8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 16 && tensor2_step == 8)
             i = stream ? addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p,
-                                                      8, n, true, ctx)
+                                                      8, n, true, fetch, ctx)
                        : addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p,
-                                                      8, n, false, ctx);
+                                                      8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 24 && tensor2_step == 8)
             i = stream ? addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p,
-                                                      8, n, true, ctx)
+                                                      8, n, true, fetch, ctx)
                        : addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p,
-                                                      8, n, false, ctx);
+                                                      8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 16)
             i = stream ? addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p,
-                                                      16, n, true, ctx)
+                                                      16, n, true, fetch, ctx)
                        : addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p,
-                                                      16, n, false, ctx);
+                                                      16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 24)
             i = stream ? addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p,
-                                                      24, n, true, ctx)
+                                                      24, n, true, fetch, ctx)
                        : addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p,
-                                                      24, n, false, ctx);
+                                                      24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && tensor1_step == 8 && tensor2_step == 8)
             i = addcdiv_stepped_row_avx2_f64(out, 16, self_p, 8, tensor1_p, 8, tensor2_p, 8, n,
-                                             false, ctx);
+                                             false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
             i = addcdiv_stepped_row_avx2_f64(out, 16, self_p, 16, tensor1_p, 8, tensor2_p, 8, n,
-                                             false, ctx);
+                                             false, fetch, ctx);
         else
             i = addcdiv_stepped_row_avx2_f64(out, out_step, self_p, self_step, tensor1_p,
-                                             tensor1_step, tensor2_p, tensor2_step, n, stream, ctx);
+                                             tensor1_step, tensor2_p, tensor2_step, n, stream,
+                                             fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -6129,7 +6186,8 @@ YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_scalar_backward_stepped_row_f32(char *out, int64_t out_step, const char *grad_output_p,
                                     int64_t grad_output_step, const char *exponent_p,
                                     int64_t exponent_step, const char *output_p,
-                                    int64_t output_step, int64_t n, bool stream, const void *ctx)
+                                    int64_t output_step, int64_t n, bool stream, bool fetch,
+                                    const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float self = (float)scalars[0].f;
@@ -6138,9 +6196,9 @@ pow_scalar_backward_stepped_row_f32(char *out, int64_t out_step, const char *gra
         float grad_output_lanes[YT__STEPPED_LANES_F32], exponent_lanes[YT__STEPPED_LANES_F32],
             output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f32(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
-        yt__lanes_load_f32(output_lanes, output_p + i * output_step, output_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f32(exponent_lanes, exponent_p + i * exponent_step, exponent_step, fetch);
+        yt__lanes_load_f32(output_lanes, output_p + i * output_step, output_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -6161,7 +6219,7 @@ pow_scalar_backward_stepped_row_f32(char *out, int64_t out_step, const char *gra
 
 YT__STEPPED_TARGET static void
 pow_scalar_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -6177,44 +6235,44 @@ pow_scalar_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && exponent_step == 4 && output_step == 4)
             i = stream ? pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 8, exponent_p,
-                                                             4, output_p, 4, n, true, ctx)
+                                                             4, output_p, 4, n, true, fetch, ctx)
                        : pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 8, exponent_p,
-                                                             4, output_p, 4, n, false, ctx);
+                                                             4, output_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && exponent_step == 4 && output_step == 4)
             i = stream ? pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 12, exponent_p,
-                                                             4, output_p, 4, n, true, ctx)
+                                                             4, output_p, 4, n, true, fetch, ctx)
                        : pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 12, exponent_p,
-                                                             4, output_p, 4, n, false, ctx);
+                                                             4, output_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && exponent_step == 8 && output_step == 4)
             i = stream ? pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p,
-                                                             8, output_p, 4, n, true, ctx)
+                                                             8, output_p, 4, n, true, fetch, ctx)
                        : pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p,
-                                                             8, output_p, 4, n, false, ctx);
+                                                             8, output_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && exponent_step == 12 && output_step == 4)
             i = stream ? pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p,
-                                                             12, output_p, 4, n, true, ctx)
+                                                             12, output_p, 4, n, true, fetch, ctx)
                        : pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p,
-                                                             12, output_p, 4, n, false, ctx);
+                                                             12, output_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && exponent_step == 4 && output_step == 8)
             i = stream ? pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p,
-                                                             4, output_p, 8, n, true, ctx)
+                                                             4, output_p, 8, n, true, fetch, ctx)
                        : pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p,
-                                                             4, output_p, 8, n, false, ctx);
+                                                             4, output_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && exponent_step == 4 && output_step == 12)
             i = stream ? pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p,
-                                                             4, output_p, 12, n, true, ctx)
+                                                             4, output_p, 12, n, true, fetch, ctx)
                        : pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p,
-                                                             4, output_p, 12, n, false, ctx);
+                                                             4, output_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && exponent_step == 4 && output_step == 4)
             i = pow_scalar_backward_stepped_row_f32(out, 8, grad_output_p, 4, exponent_p, 4,
-                                                    output_p, 4, n, false, ctx);
+                                                    output_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && exponent_step == 4 && output_step == 4)
             i = pow_scalar_backward_stepped_row_f32(out, 8, grad_output_p, 8, exponent_p, 4,
-                                                    output_p, 4, n, false, ctx);
+                                                    output_p, 4, n, false, fetch, ctx);
         else
             i = pow_scalar_backward_stepped_row_f32(out, out_step, grad_output_p, grad_output_step,
                                                     exponent_p, exponent_step, output_p,
-                                                    output_step, n, stream, ctx);
+                                                    output_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -6227,7 +6285,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_scalar_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char *grad_output_p,
                                          int64_t grad_output_step, const char *exponent_p,
                                          int64_t exponent_step, const char *output_p,
-                                         int64_t output_step, int64_t n, bool stream,
+                                         int64_t output_step, int64_t n, bool stream, bool fetch,
                                          const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -6237,9 +6295,10 @@ pow_scalar_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char
         float grad_output_lanes[YT__STEPPED_LANES_F32], exponent_lanes[YT__STEPPED_LANES_F32],
             output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f32_avx2(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
-        yt__lanes_load_f32_avx2(output_lanes, output_p + i * output_step, output_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f32_avx2(exponent_lanes, exponent_p + i * exponent_step, exponent_step,
+                                fetch);
+        yt__lanes_load_f32_avx2(output_lanes, output_p + i * output_step, output_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -6261,7 +6320,7 @@ pow_scalar_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char
 YT__STEPPED_AVX2_TARGET static void
 pow_scalar_backward_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
                                      const int64_t *row_strides, int64_t rows, bool stream,
-                                     const void *ctx)
+                                     bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6277,48 +6336,55 @@ pow_scalar_backward_stepped_avx2_f32(char **data, const int64_t *strides, int64_
         if (out_step == 4 && grad_output_step == 8 && exponent_step == 4 && output_step == 4)
             i = stream
                     ? pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, exponent_p,
-                                                               4, output_p, 4, n, true, ctx)
+                                                               4, output_p, 4, n, true, fetch, ctx)
                     : pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, exponent_p,
-                                                               4, output_p, 4, n, false, ctx);
+                                                               4, output_p, 4, n, false, fetch,
+                                                               ctx);
         else if (out_step == 4 && grad_output_step == 12 && exponent_step == 4 && output_step == 4)
-            i = stream ? pow_scalar_backward_stepped_row_avx2_f32(
-                             out, 4, grad_output_p, 12, exponent_p, 4, output_p, 4, n, true, ctx)
-                       : pow_scalar_backward_stepped_row_avx2_f32(
-                             out, 4, grad_output_p, 12, exponent_p, 4, output_p, 4, n, false, ctx);
+            i = stream ? pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12,
+                                                                  exponent_p, 4, output_p, 4, n,
+                                                                  true, fetch, ctx)
+                       : pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12,
+                                                                  exponent_p, 4, output_p, 4, n,
+                                                                  false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && exponent_step == 8 && output_step == 4)
             i = stream
                     ? pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p,
-                                                               8, output_p, 4, n, true, ctx)
+                                                               8, output_p, 4, n, true, fetch, ctx)
                     : pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p,
-                                                               8, output_p, 4, n, false, ctx);
+                                                               8, output_p, 4, n, false, fetch,
+                                                               ctx);
         else if (out_step == 4 && grad_output_step == 4 && exponent_step == 12 && output_step == 4)
             i = stream
                     ? pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p,
-                                                               12, output_p, 4, n, true, ctx)
+                                                               12, output_p, 4, n, true, fetch, ctx)
                     : pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p,
-                                                               12, output_p, 4, n, false, ctx);
+                                                               12, output_p, 4, n, false, fetch,
+                                                               ctx);
         else if (out_step == 4 && grad_output_step == 4 && exponent_step == 4 && output_step == 8)
             i = stream
                     ? pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p,
-                                                               4, output_p, 8, n, true, ctx)
+                                                               4, output_p, 8, n, true, fetch, ctx)
                     : pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p,
-                                                               4, output_p, 8, n, false, ctx);
+                                                               4, output_p, 8, n, false, fetch,
+                                                               ctx);
         else if (out_step == 4 && grad_output_step == 4 && exponent_step == 4 && output_step == 12)
             i = stream
                     ? pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p,
-                                                               4, output_p, 12, n, true, ctx)
+                                                               4, output_p, 12, n, true, fetch, ctx)
                     : pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p,
-                                                               4, output_p, 12, n, false, ctx);
+                                                               4, output_p, 12, n, false, fetch,
+                                                               ctx);
         else if (out_step == 8 && grad_output_step == 4 && exponent_step == 4 && output_step == 4)
             i = pow_scalar_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 4, exponent_p, 4,
-                                                         output_p, 4, n, false, ctx);
+                                                         output_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && exponent_step == 4 && output_step == 4)
             i = pow_scalar_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 8, exponent_p, 4,
-                                                         output_p, 4, n, false, ctx);
+                                                         output_p, 4, n, false, fetch, ctx);
         else
             i = pow_scalar_backward_stepped_row_avx2_f32(
                 out, out_step, grad_output_p, grad_output_step, exponent_p, exponent_step, output_p,
-                output_step, n, stream, ctx);
+                output_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -6428,7 +6494,8 @@ YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_scalar_backward_stepped_row_f64(char *out, int64_t out_step, const char *grad_output_p,
                                     int64_t grad_output_step, const char *exponent_p,
                                     int64_t exponent_step, const char *output_p,
-                                    int64_t output_step, int64_t n, bool stream, const void *ctx)
+                                    int64_t output_step, int64_t n, bool stream, bool fetch,
+                                    const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double self = (double)scalars[0].f;
@@ -6437,9 +6504,9 @@ pow_scalar_backward_stepped_row_f64(char *out, int64_t out_step, const char *gra
         double grad_output_lanes[YT__STEPPED_LANES_F64], exponent_lanes[YT__STEPPED_LANES_F64],
             output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f64(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
-        yt__lanes_load_f64(output_lanes, output_p + i * output_step, output_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f64(exponent_lanes, exponent_p + i * exponent_step, exponent_step, fetch);
+        yt__lanes_load_f64(output_lanes, output_p + i * output_step, output_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -6460,7 +6527,7 @@ pow_scalar_backward_stepped_row_f64(char *out, int64_t out_step, const char *gra
 
 YT__STEPPED_TARGET static void
 pow_scalar_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -6476,44 +6543,44 @@ pow_scalar_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && exponent_step == 8 && output_step == 8)
             i = stream ? pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 16, exponent_p,
-                                                             8, output_p, 8, n, true, ctx)
+                                                             8, output_p, 8, n, true, fetch, ctx)
                        : pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 16, exponent_p,
-                                                             8, output_p, 8, n, false, ctx);
+                                                             8, output_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && exponent_step == 8 && output_step == 8)
             i = stream ? pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 24, exponent_p,
-                                                             8, output_p, 8, n, true, ctx)
+                                                             8, output_p, 8, n, true, fetch, ctx)
                        : pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 24, exponent_p,
-                                                             8, output_p, 8, n, false, ctx);
+                                                             8, output_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && exponent_step == 16 && output_step == 8)
             i = stream ? pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p,
-                                                             16, output_p, 8, n, true, ctx)
+                                                             16, output_p, 8, n, true, fetch, ctx)
                        : pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p,
-                                                             16, output_p, 8, n, false, ctx);
+                                                             16, output_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && exponent_step == 24 && output_step == 8)
             i = stream ? pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p,
-                                                             24, output_p, 8, n, true, ctx)
+                                                             24, output_p, 8, n, true, fetch, ctx)
                        : pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p,
-                                                             24, output_p, 8, n, false, ctx);
+                                                             24, output_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && exponent_step == 8 && output_step == 16)
             i = stream ? pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p,
-                                                             8, output_p, 16, n, true, ctx)
+                                                             8, output_p, 16, n, true, fetch, ctx)
                        : pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p,
-                                                             8, output_p, 16, n, false, ctx);
+                                                             8, output_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && exponent_step == 8 && output_step == 24)
             i = stream ? pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p,
-                                                             8, output_p, 24, n, true, ctx)
+                                                             8, output_p, 24, n, true, fetch, ctx)
                        : pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p,
-                                                             8, output_p, 24, n, false, ctx);
+                                                             8, output_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && exponent_step == 8 && output_step == 8)
             i = pow_scalar_backward_stepped_row_f64(out, 16, grad_output_p, 8, exponent_p, 8,
-                                                    output_p, 8, n, false, ctx);
+                                                    output_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && exponent_step == 8 && output_step == 8)
             i = pow_scalar_backward_stepped_row_f64(out, 16, grad_output_p, 16, exponent_p, 8,
-                                                    output_p, 8, n, false, ctx);
+                                                    output_p, 8, n, false, fetch, ctx);
         else
             i = pow_scalar_backward_stepped_row_f64(out, out_step, grad_output_p, grad_output_step,
                                                     exponent_p, exponent_step, output_p,
-                                                    output_step, n, stream, ctx);
+                                                    output_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -6526,7 +6593,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_scalar_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char *grad_output_p,
                                          int64_t grad_output_step, const char *exponent_p,
                                          int64_t exponent_step, const char *output_p,
-                                         int64_t output_step, int64_t n, bool stream,
+                                         int64_t output_step, int64_t n, bool stream, bool fetch,
                                          const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -6536,9 +6603,10 @@ pow_scalar_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char
         double grad_output_lanes[YT__STEPPED_LANES_F64], exponent_lanes[YT__STEPPED_LANES_F64],
             output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f64_avx2(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
-        yt__lanes_load_f64_avx2(output_lanes, output_p + i * output_step, output_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f64_avx2(exponent_lanes, exponent_p + i * exponent_step, exponent_step,
+                                fetch);
+        yt__lanes_load_f64_avx2(output_lanes, output_p + i * output_step, output_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -6560,7 +6628,7 @@ pow_scalar_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char
 YT__STEPPED_AVX2_TARGET static void
 pow_scalar_backward_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
                                      const int64_t *row_strides, int64_t rows, bool stream,
-                                     const void *ctx)
+                                     bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6574,49 +6642,57 @@ pow_scalar_backward_stepped_avx2_f64(char **data, const int64_t *strides, int64_
         const char *output_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && exponent_step == 8 && output_step == 8)
-            i = stream ? pow_scalar_backward_stepped_row_avx2_f64(
-                             out, 8, grad_output_p, 16, exponent_p, 8, output_p, 8, n, true, ctx)
-                       : pow_scalar_backward_stepped_row_avx2_f64(
-                             out, 8, grad_output_p, 16, exponent_p, 8, output_p, 8, n, false, ctx);
+            i = stream ? pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16,
+                                                                  exponent_p, 8, output_p, 8, n,
+                                                                  true, fetch, ctx)
+                       : pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16,
+                                                                  exponent_p, 8, output_p, 8, n,
+                                                                  false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && exponent_step == 8 && output_step == 8)
-            i = stream ? pow_scalar_backward_stepped_row_avx2_f64(
-                             out, 8, grad_output_p, 24, exponent_p, 8, output_p, 8, n, true, ctx)
-                       : pow_scalar_backward_stepped_row_avx2_f64(
-                             out, 8, grad_output_p, 24, exponent_p, 8, output_p, 8, n, false, ctx);
+            i = stream ? pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24,
+                                                                  exponent_p, 8, output_p, 8, n,
+                                                                  true, fetch, ctx)
+                       : pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24,
+                                                                  exponent_p, 8, output_p, 8, n,
+                                                                  false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && exponent_step == 16 && output_step == 8)
             i = stream
                     ? pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p,
-                                                               16, output_p, 8, n, true, ctx)
+                                                               16, output_p, 8, n, true, fetch, ctx)
                     : pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p,
-                                                               16, output_p, 8, n, false, ctx);
+                                                               16, output_p, 8, n, false, fetch,
+                                                               ctx);
         else if (out_step == 8 && grad_output_step == 8 && exponent_step == 24 && output_step == 8)
             i = stream
                     ? pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p,
-                                                               24, output_p, 8, n, true, ctx)
+                                                               24, output_p, 8, n, true, fetch, ctx)
                     : pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p,
-                                                               24, output_p, 8, n, false, ctx);
+                                                               24, output_p, 8, n, false, fetch,
+                                                               ctx);
         else if (out_step == 8 && grad_output_step == 8 && exponent_step == 8 && output_step == 16)
             i = stream
                     ? pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p,
-                                                               8, output_p, 16, n, true, ctx)
+                                                               8, output_p, 16, n, true, fetch, ctx)
                     : pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p,
-                                                               8, output_p, 16, n, false, ctx);
+                                                               8, output_p, 16, n, false, fetch,
+                                                               ctx);
         else if (out_step == 8 && grad_output_step == 8 && exponent_step == 8 && output_step == 24)
             i = stream
                     ? pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p,
-                                                               8, output_p, 24, n, true, ctx)
+                                                               8, output_p, 24, n, true, fetch, ctx)
                     : pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p,
-                                                               8, output_p, 24, n, false, ctx);
+                                                               8, output_p, 24, n, false, fetch,
+                                                               ctx);
         else if (out_step == 16 && grad_output_step == 8 && exponent_step == 8 && output_step == 8)
             i = pow_scalar_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 8, exponent_p, 8,
-                                                         output_p, 8, n, false, ctx);
+                                                         output_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && exponent_step == 8 && output_step == 8)
             i = pow_scalar_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 16, exponent_p, 8,
-                                                         output_p, 8, n, false, ctx);
+                                                         output_p, 8, n, false, fetch, ctx);
         else
             i = pow_scalar_backward_stepped_row_avx2_f64(
                 out, out_step, grad_output_p, grad_output_step, exponent_p, exponent_step, output_p,
-                output_step, n, stream, ctx);
+                output_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -7544,14 +7620,14 @@ YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_backward_stepped_row_f32_no_min_no_max(char *out, int64_t out_step,
                                                     const char *grad_output_p,
                                                     int64_t grad_output_step, int64_t n,
-                                                    bool stream, const void *ctx)
+                                                    bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float grad_output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
+                           grad_output_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -7569,7 +7645,7 @@ clamp_tensor_backward_stepped_row_f32_no_min_no_max(char *out, int64_t out_step,
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f32_no_min_no_max(char **data, const int64_t *strides, int64_t n,
                                                 const int64_t *row_strides, int64_t rows,
-                                                bool stream, const void *ctx)
+                                                bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7580,23 +7656,24 @@ clamp_tensor_backward_stepped_f32_no_min_no_max(char **data, const int64_t *stri
         int64_t i;
         if (out_step == 4 && grad_output_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p,
-                                                                             8, n, true, ctx)
-                       : clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p,
-                                                                             8, n, false, ctx);
+                                                                             8, n, true, fetch, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_no_min_no_max(
+                             out, 4, grad_output_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12)
-            i = stream ? clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p,
-                                                                             12, n, true, ctx)
-                       : clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p,
-                                                                             12, n, false, ctx);
+            i = stream
+                    ? clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p, 12,
+                                                                          n, true, fetch, ctx)
+                    : clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p, 12,
+                                                                          n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4)
             i = clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, 8, grad_output_p, 4, n,
-                                                                    false, ctx);
+                                                                    false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8)
             i = clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, 8, grad_output_p, 8, n,
-                                                                    false, ctx);
+                                                                    false, fetch, ctx);
         else
             i = clamp_tensor_backward_stepped_row_f32_no_min_no_max(
-                out, out_step, grad_output_p, grad_output_step, n, stream, ctx);
+                out, out_step, grad_output_p, grad_output_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -7609,14 +7686,14 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(char *out, int64_t out_step,
                                                          const char *grad_output_p,
                                                          int64_t grad_output_step, int64_t n,
-                                                         bool stream, const void *ctx)
+                                                         bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float grad_output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
+                                grad_output_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -7634,7 +7711,7 @@ clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(char *out, int64_t out_
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_stepped_avx2_f32_no_min_no_max(char **data, const int64_t *strides, int64_t n,
                                                      const int64_t *row_strides, int64_t rows,
-                                                     bool stream, const void *ctx)
+                                                     bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7645,23 +7722,23 @@ clamp_tensor_backward_stepped_avx2_f32_no_min_no_max(char **data, const int64_t 
         int64_t i;
         if (out_step == 4 && grad_output_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(
-                             out, 4, grad_output_p, 8, n, true, ctx)
+                             out, 4, grad_output_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(
-                             out, 4, grad_output_p, 8, n, false, ctx);
+                             out, 4, grad_output_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(
-                             out, 4, grad_output_p, 12, n, true, ctx)
+                             out, 4, grad_output_p, 12, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(
-                             out, 4, grad_output_p, 12, n, false, ctx);
+                             out, 4, grad_output_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4)
             i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(out, 8, grad_output_p, 4,
-                                                                         n, false, ctx);
+                                                                         n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8)
             i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(out, 8, grad_output_p, 8,
-                                                                         n, false, ctx);
+                                                                         n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(
-                out, out_step, grad_output_p, grad_output_step, n, stream, ctx);
+                out, out_step, grad_output_p, grad_output_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -7773,7 +7850,7 @@ clamp_tensor_backward_stepped_row_f32_no_min_max(char *out, int64_t out_step,
                                                  int64_t grad_output_step, const char *self_p,
                                                  int64_t self_step, const char *max_p,
                                                  int64_t max_step, int64_t n, bool stream,
-                                                 const void *ctx)
+                                                 bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7781,9 +7858,9 @@ clamp_tensor_backward_stepped_row_f32_no_min_max(char *out, int64_t out_step,
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             max_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -7803,7 +7880,7 @@ clamp_tensor_backward_stepped_row_f32_no_min_max(char *out, int64_t out_step,
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows, bool stream,
-                                             const void *ctx)
+                                             bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7818,44 +7895,44 @@ clamp_tensor_backward_stepped_f32_no_min_max(char **data, const int64_t *strides
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && max_step == 4)
             i = stream ? clamp_tensor_backward_stepped_row_f32_no_min_max(
-                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f32_no_min_max(
-                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && max_step == 4)
             i = stream ? clamp_tensor_backward_stepped_row_f32_no_min_max(
-                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f32_no_min_max(
-                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && max_step == 4)
             i = stream ? clamp_tensor_backward_stepped_row_f32_no_min_max(
-                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f32_no_min_max(
-                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && max_step == 4)
             i = stream ? clamp_tensor_backward_stepped_row_f32_no_min_max(
-                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f32_no_min_max(
-                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_f32_no_min_max(
-                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f32_no_min_max(
-                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 12)
             i = stream ? clamp_tensor_backward_stepped_row_f32_no_min_max(
-                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f32_no_min_max(
-                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && max_step == 4)
             i = clamp_tensor_backward_stepped_row_f32_no_min_max(out, 8, grad_output_p, 4, self_p,
-                                                                 4, max_p, 4, n, false, ctx);
+                                                                 4, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && max_step == 4)
             i = clamp_tensor_backward_stepped_row_f32_no_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                 4, max_p, 4, n, false, ctx);
+                                                                 4, max_p, 4, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_stepped_row_f32_no_min_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
-                n, stream, ctx);
+                n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -7870,7 +7947,7 @@ clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(char *out, int64_t out_ste
                                                       int64_t grad_output_step, const char *self_p,
                                                       int64_t self_step, const char *max_p,
                                                       int64_t max_step, int64_t n, bool stream,
-                                                      const void *ctx)
+                                                      bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7878,9 +7955,9 @@ clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(char *out, int64_t out_ste
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             max_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -7900,7 +7977,7 @@ clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(char *out, int64_t out_ste
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_stepped_avx2_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
                                                   const int64_t *row_strides, int64_t rows,
-                                                  bool stream, const void *ctx)
+                                                  bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7915,44 +7992,44 @@ clamp_tensor_backward_stepped_avx2_f32_no_min_max(char **data, const int64_t *st
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && max_step == 4)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
-                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
-                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && max_step == 4)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
-                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
-                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && max_step == 4)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
-                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
-                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && max_step == 4)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
-                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
-                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
-                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
-                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 12)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
-                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
-                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && max_step == 4)
             i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
-                out, 8, grad_output_p, 4, self_p, 4, max_p, 4, n, false, ctx);
+                out, 8, grad_output_p, 4, self_p, 4, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && max_step == 4)
             i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
-                out, 8, grad_output_p, 8, self_p, 4, max_p, 4, n, false, ctx);
+                out, 8, grad_output_p, 8, self_p, 4, max_p, 4, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
-                n, stream, ctx);
+                n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -8064,7 +8141,7 @@ clamp_tensor_backward_stepped_row_f32_min_no_max(char *out, int64_t out_step,
                                                  int64_t grad_output_step, const char *self_p,
                                                  int64_t self_step, const char *min_p,
                                                  int64_t min_step, int64_t n, bool stream,
-                                                 const void *ctx)
+                                                 bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -8072,9 +8149,9 @@ clamp_tensor_backward_stepped_row_f32_min_no_max(char *out, int64_t out_step,
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             min_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -8094,7 +8171,7 @@ clamp_tensor_backward_stepped_row_f32_min_no_max(char *out, int64_t out_step,
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows, bool stream,
-                                             const void *ctx)
+                                             bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8109,44 +8186,44 @@ clamp_tensor_backward_stepped_f32_min_no_max(char **data, const int64_t *strides
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4)
             i = stream ? clamp_tensor_backward_stepped_row_f32_min_no_max(
-                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f32_min_no_max(
-                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4)
             i = stream ? clamp_tensor_backward_stepped_row_f32_min_no_max(
-                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f32_min_no_max(
-                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4)
             i = stream ? clamp_tensor_backward_stepped_row_f32_min_no_max(
-                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f32_min_no_max(
-                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4)
             i = stream ? clamp_tensor_backward_stepped_row_f32_min_no_max(
-                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f32_min_no_max(
-                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_f32_min_no_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f32_min_no_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12)
             i = stream ? clamp_tensor_backward_stepped_row_f32_min_no_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f32_min_no_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4)
             i = clamp_tensor_backward_stepped_row_f32_min_no_max(out, 8, grad_output_p, 4, self_p,
-                                                                 4, min_p, 4, n, false, ctx);
+                                                                 4, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4)
             i = clamp_tensor_backward_stepped_row_f32_min_no_max(out, 8, grad_output_p, 8, self_p,
-                                                                 4, min_p, 4, n, false, ctx);
+                                                                 4, min_p, 4, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_stepped_row_f32_min_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                n, stream, ctx);
+                n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -8161,7 +8238,7 @@ clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(char *out, int64_t out_ste
                                                       int64_t grad_output_step, const char *self_p,
                                                       int64_t self_step, const char *min_p,
                                                       int64_t min_step, int64_t n, bool stream,
-                                                      const void *ctx)
+                                                      bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -8169,9 +8246,9 @@ clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(char *out, int64_t out_ste
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             min_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -8191,7 +8268,7 @@ clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(char *out, int64_t out_ste
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_stepped_avx2_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
                                                   const int64_t *row_strides, int64_t rows,
-                                                  bool stream, const void *ctx)
+                                                  bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8206,44 +8283,44 @@ clamp_tensor_backward_stepped_avx2_f32_min_no_max(char **data, const int64_t *st
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
-                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
-                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
-                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
-                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
-                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
-                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
-                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
-                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4)
             i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
-                out, 8, grad_output_p, 4, self_p, 4, min_p, 4, n, false, ctx);
+                out, 8, grad_output_p, 4, self_p, 4, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4)
             i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
-                out, 8, grad_output_p, 8, self_p, 4, min_p, 4, n, false, ctx);
+                out, 8, grad_output_p, 8, self_p, 4, min_p, 4, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                n, stream, ctx);
+                n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -8368,7 +8445,7 @@ clamp_tensor_backward_stepped_row_f32_min_max(char *out, int64_t out_step,
                                               const char *self_p, int64_t self_step,
                                               const char *min_p, int64_t min_step,
                                               const char *max_p, int64_t max_step, int64_t n,
-                                              bool stream, const void *ctx)
+                                              bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -8377,10 +8454,10 @@ clamp_tensor_backward_stepped_row_f32_min_max(char *out, int64_t out_step,
             min_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
-        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step, fetch);
+        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -8402,7 +8479,7 @@ clamp_tensor_backward_stepped_row_f32_min_max(char *out, int64_t out_step,
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f32_min_max(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, bool stream,
-                                          const void *ctx)
+                                          bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8419,72 +8496,80 @@ clamp_tensor_backward_stepped_f32_min_max(char **data, const int64_t *strides, i
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
             max_step == 4)
-            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(
-                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 8,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 8,
                                                                        self_p, 4, min_p, 4, max_p,
-                                                                       4, n, false, ctx);
+                                                                       4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(
-                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 12,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 12,
                                                                        self_p, 4, min_p, 4, max_p,
-                                                                       4, n, false, ctx);
+                                                                       4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4 &&
                  max_step == 4)
-            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(
-                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, max_p, 4, n, true, ctx)
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 8, min_p, 4, max_p,
+                                                                       4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4,
                                                                        self_p, 8, min_p, 4, max_p,
-                                                                       4, n, false, ctx);
+                                                                       4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4 &&
                  max_step == 4)
-            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(
-                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, true, ctx)
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 12, min_p, 4, max_p,
+                                                                       4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4,
                                                                        self_p, 12, min_p, 4, max_p,
-                                                                       4, n, false, ctx);
+                                                                       4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8 &&
                  max_step == 4)
-            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, max_p, 4, n, true, ctx)
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 8, max_p,
+                                                                       4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4,
                                                                        self_p, 4, min_p, 8, max_p,
-                                                                       4, n, false, ctx);
+                                                                       4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12 &&
                  max_step == 4)
-            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, true, ctx)
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 12, max_p,
+                                                                       4, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4,
                                                                        self_p, 4, min_p, 12, max_p,
-                                                                       4, n, false, ctx);
+                                                                       4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 8)
-            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4,
                                                                        self_p, 4, min_p, 4, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 12)
-            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 12, n, true, ctx)
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       12, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4,
                                                                        self_p, 4, min_p, 4, max_p,
-                                                                       12, n, false, ctx);
+                                                                       12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_stepped_row_f32_min_max(out, 8, grad_output_p, 4, self_p, 4,
-                                                              min_p, 4, max_p, 4, n, false, ctx);
+            i = clamp_tensor_backward_stepped_row_f32_min_max(
+                out, 8, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_stepped_row_f32_min_max(out, 8, grad_output_p, 8, self_p, 4,
-                                                              min_p, 4, max_p, 4, n, false, ctx);
+            i = clamp_tensor_backward_stepped_row_f32_min_max(
+                out, 8, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_stepped_row_f32_min_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, stream, ctx);
+                max_p, max_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -8497,7 +8582,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_backward_stepped_row_avx2_f32_min_max(
     char *out, int64_t out_step, const char *grad_output_p, int64_t grad_output_step,
     const char *self_p, int64_t self_step, const char *min_p, int64_t min_step, const char *max_p,
-    int64_t max_step, int64_t n, bool stream, const void *ctx)
+    int64_t max_step, int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -8506,10 +8591,10 @@ clamp_tensor_backward_stepped_row_avx2_f32_min_max(
             min_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step);
-        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step, fetch);
+        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -8531,7 +8616,7 @@ clamp_tensor_backward_stepped_row_avx2_f32_min_max(
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_stepped_avx2_f32_min_max(char **data, const int64_t *strides, int64_t n,
                                                const int64_t *row_strides, int64_t rows,
-                                               bool stream, const void *ctx)
+                                               bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8549,71 +8634,85 @@ clamp_tensor_backward_stepped_avx2_f32_min_max(char **data, const int64_t *strid
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
             max_step == 4)
             i = stream
-                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(
-                          out, 4, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
-                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(
-                          out, 4, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
+                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 8,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         4, n, true, fetch, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 8,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
             i = stream
-                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(
-                          out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
-                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(
-                          out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
+                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 12,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         4, n, true, fetch, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 12,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4 &&
                  max_step == 4)
             i = stream
-                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(
-                          out, 4, grad_output_p, 4, self_p, 8, min_p, 4, max_p, 4, n, true, ctx)
-                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(
-                          out, 4, grad_output_p, 4, self_p, 8, min_p, 4, max_p, 4, n, false, ctx);
+                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4,
+                                                                         self_p, 8, min_p, 4, max_p,
+                                                                         4, n, true, fetch, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4,
+                                                                         self_p, 8, min_p, 4, max_p,
+                                                                         4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4 &&
                  max_step == 4)
-            i = stream
-                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(
-                          out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, true, ctx)
-                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(
-                          out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, false, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, true,
+                             fetch, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, false,
+                             fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8 &&
                  max_step == 4)
             i = stream
-                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 8, max_p, 4, n, true, ctx)
-                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 8, max_p, 4, n, false, ctx);
+                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4,
+                                                                         self_p, 4, min_p, 8, max_p,
+                                                                         4, n, true, fetch, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4,
+                                                                         self_p, 4, min_p, 8, max_p,
+                                                                         4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12 &&
                  max_step == 4)
-            i = stream
-                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, true, ctx)
-                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, false, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, true,
+                             fetch, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, false,
+                             fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 8)
             i = stream
-                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 8, n, false, ctx);
+                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         8, n, true, fetch, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 12)
             i = stream
-                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 12, n, true, ctx)
-                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 12, n, false, ctx);
+                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         12, n, true, fetch, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
             i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(
-                out, 8, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
+                out, 8, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
             i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(
-                out, 8, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
+                out, 8, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, stream, ctx);
+                max_p, max_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -8711,14 +8810,14 @@ YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_backward_stepped_row_f64_no_min_no_max(char *out, int64_t out_step,
                                                     const char *grad_output_p,
                                                     int64_t grad_output_step, int64_t n,
-                                                    bool stream, const void *ctx)
+                                                    bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double grad_output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
+                           grad_output_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -8736,7 +8835,7 @@ clamp_tensor_backward_stepped_row_f64_no_min_no_max(char *out, int64_t out_step,
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
                                                 const int64_t *row_strides, int64_t rows,
-                                                bool stream, const void *ctx)
+                                                bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8746,24 +8845,26 @@ clamp_tensor_backward_stepped_f64_no_min_no_max(char **data, const int64_t *stri
         const char *grad_output_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16)
-            i = stream ? clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p,
-                                                                             16, n, true, ctx)
-                       : clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p,
-                                                                             16, n, false, ctx);
+            i = stream
+                    ? clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p, 16,
+                                                                          n, true, fetch, ctx)
+                    : clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p, 16,
+                                                                          n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24)
-            i = stream ? clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p,
-                                                                             24, n, true, ctx)
-                       : clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p,
-                                                                             24, n, false, ctx);
+            i = stream
+                    ? clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p, 24,
+                                                                          n, true, fetch, ctx)
+                    : clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p, 24,
+                                                                          n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8)
             i = clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 16, grad_output_p, 8, n,
-                                                                    false, ctx);
+                                                                    false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16)
             i = clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 16, grad_output_p, 16, n,
-                                                                    false, ctx);
+                                                                    false, fetch, ctx);
         else
             i = clamp_tensor_backward_stepped_row_f64_no_min_no_max(
-                out, out_step, grad_output_p, grad_output_step, n, stream, ctx);
+                out, out_step, grad_output_p, grad_output_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -8776,14 +8877,14 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(char *out, int64_t out_step,
                                                          const char *grad_output_p,
                                                          int64_t grad_output_step, int64_t n,
-                                                         bool stream, const void *ctx)
+                                                         bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double grad_output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
+                                grad_output_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -8801,7 +8902,7 @@ clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(char *out, int64_t out_
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_stepped_avx2_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
                                                      const int64_t *row_strides, int64_t rows,
-                                                     bool stream, const void *ctx)
+                                                     bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8812,23 +8913,23 @@ clamp_tensor_backward_stepped_avx2_f64_no_min_no_max(char **data, const int64_t 
         int64_t i;
         if (out_step == 8 && grad_output_step == 16)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(
-                             out, 8, grad_output_p, 16, n, true, ctx)
+                             out, 8, grad_output_p, 16, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(
-                             out, 8, grad_output_p, 16, n, false, ctx);
+                             out, 8, grad_output_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(
-                             out, 8, grad_output_p, 24, n, true, ctx)
+                             out, 8, grad_output_p, 24, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(
-                             out, 8, grad_output_p, 24, n, false, ctx);
+                             out, 8, grad_output_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8)
             i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(out, 16, grad_output_p, 8,
-                                                                         n, false, ctx);
+                                                                         n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16)
             i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(out, 16, grad_output_p, 16,
-                                                                         n, false, ctx);
+                                                                         n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(
-                out, out_step, grad_output_p, grad_output_step, n, stream, ctx);
+                out, out_step, grad_output_p, grad_output_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -8940,7 +9041,7 @@ clamp_tensor_backward_stepped_row_f64_no_min_max(char *out, int64_t out_step,
                                                  int64_t grad_output_step, const char *self_p,
                                                  int64_t self_step, const char *max_p,
                                                  int64_t max_step, int64_t n, bool stream,
-                                                 const void *ctx)
+                                                 bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -8948,9 +9049,9 @@ clamp_tensor_backward_stepped_row_f64_no_min_max(char *out, int64_t out_step,
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             max_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -8970,7 +9071,7 @@ clamp_tensor_backward_stepped_row_f64_no_min_max(char *out, int64_t out_step,
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f64_no_min_max(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows, bool stream,
-                                             const void *ctx)
+                                             bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8985,44 +9086,44 @@ clamp_tensor_backward_stepped_f64_no_min_max(char **data, const int64_t *strides
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && max_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_f64_no_min_max(
-                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f64_no_min_max(
-                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && max_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_f64_no_min_max(
-                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f64_no_min_max(
-                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && max_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_f64_no_min_max(
-                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f64_no_min_max(
-                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && max_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_f64_no_min_max(
-                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f64_no_min_max(
-                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 16)
             i = stream ? clamp_tensor_backward_stepped_row_f64_no_min_max(
-                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f64_no_min_max(
-                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 24)
             i = stream ? clamp_tensor_backward_stepped_row_f64_no_min_max(
-                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f64_no_min_max(
-                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && max_step == 8)
             i = clamp_tensor_backward_stepped_row_f64_no_min_max(out, 16, grad_output_p, 8, self_p,
-                                                                 8, max_p, 8, n, false, ctx);
+                                                                 8, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && max_step == 8)
             i = clamp_tensor_backward_stepped_row_f64_no_min_max(out, 16, grad_output_p, 16, self_p,
-                                                                 8, max_p, 8, n, false, ctx);
+                                                                 8, max_p, 8, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_stepped_row_f64_no_min_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
-                n, stream, ctx);
+                n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -9037,7 +9138,7 @@ clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(char *out, int64_t out_ste
                                                       int64_t grad_output_step, const char *self_p,
                                                       int64_t self_step, const char *max_p,
                                                       int64_t max_step, int64_t n, bool stream,
-                                                      const void *ctx)
+                                                      bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9045,9 +9146,9 @@ clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(char *out, int64_t out_ste
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             max_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -9067,7 +9168,7 @@ clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(char *out, int64_t out_ste
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_stepped_avx2_f64_no_min_max(char **data, const int64_t *strides, int64_t n,
                                                   const int64_t *row_strides, int64_t rows,
-                                                  bool stream, const void *ctx)
+                                                  bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9082,44 +9183,44 @@ clamp_tensor_backward_stepped_avx2_f64_no_min_max(char **data, const int64_t *st
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && max_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
-                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
-                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && max_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
-                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
-                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && max_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
-                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
-                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && max_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
-                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
-                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 16)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
-                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
-                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 24)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
-                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
-                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && max_step == 8)
             i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
-                out, 16, grad_output_p, 8, self_p, 8, max_p, 8, n, false, ctx);
+                out, 16, grad_output_p, 8, self_p, 8, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && max_step == 8)
             i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
-                out, 16, grad_output_p, 16, self_p, 8, max_p, 8, n, false, ctx);
+                out, 16, grad_output_p, 16, self_p, 8, max_p, 8, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
-                n, stream, ctx);
+                n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -9231,7 +9332,7 @@ clamp_tensor_backward_stepped_row_f64_min_no_max(char *out, int64_t out_step,
                                                  int64_t grad_output_step, const char *self_p,
                                                  int64_t self_step, const char *min_p,
                                                  int64_t min_step, int64_t n, bool stream,
-                                                 const void *ctx)
+                                                 bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9239,9 +9340,9 @@ clamp_tensor_backward_stepped_row_f64_min_no_max(char *out, int64_t out_step,
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             min_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -9261,7 +9362,7 @@ clamp_tensor_backward_stepped_row_f64_min_no_max(char *out, int64_t out_step,
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows, bool stream,
-                                             const void *ctx)
+                                             bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9276,44 +9377,44 @@ clamp_tensor_backward_stepped_f64_min_no_max(char **data, const int64_t *strides
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_f64_min_no_max(
-                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f64_min_no_max(
-                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_f64_min_no_max(
-                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f64_min_no_max(
-                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_f64_min_no_max(
-                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f64_min_no_max(
-                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_f64_min_no_max(
-                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f64_min_no_max(
-                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16)
             i = stream ? clamp_tensor_backward_stepped_row_f64_min_no_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f64_min_no_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24)
             i = stream ? clamp_tensor_backward_stepped_row_f64_min_no_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f64_min_no_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8)
             i = clamp_tensor_backward_stepped_row_f64_min_no_max(out, 16, grad_output_p, 8, self_p,
-                                                                 8, min_p, 8, n, false, ctx);
+                                                                 8, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8)
             i = clamp_tensor_backward_stepped_row_f64_min_no_max(out, 16, grad_output_p, 16, self_p,
-                                                                 8, min_p, 8, n, false, ctx);
+                                                                 8, min_p, 8, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_stepped_row_f64_min_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                n, stream, ctx);
+                n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -9328,7 +9429,7 @@ clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(char *out, int64_t out_ste
                                                       int64_t grad_output_step, const char *self_p,
                                                       int64_t self_step, const char *min_p,
                                                       int64_t min_step, int64_t n, bool stream,
-                                                      const void *ctx)
+                                                      bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9336,9 +9437,9 @@ clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(char *out, int64_t out_ste
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             min_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -9358,7 +9459,7 @@ clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(char *out, int64_t out_ste
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_stepped_avx2_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
                                                   const int64_t *row_strides, int64_t rows,
-                                                  bool stream, const void *ctx)
+                                                  bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9373,44 +9474,44 @@ clamp_tensor_backward_stepped_avx2_f64_min_no_max(char **data, const int64_t *st
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
-                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
-                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
-                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
-                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
-                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
-                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
-                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
-                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24)
             i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8)
             i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
-                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, n, false, ctx);
+                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8)
             i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
-                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, n, false, ctx);
+                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                n, stream, ctx);
+                n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -9535,7 +9636,7 @@ clamp_tensor_backward_stepped_row_f64_min_max(char *out, int64_t out_step,
                                               const char *self_p, int64_t self_step,
                                               const char *min_p, int64_t min_step,
                                               const char *max_p, int64_t max_step, int64_t n,
-                                              bool stream, const void *ctx)
+                                              bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9544,10 +9645,10 @@ clamp_tensor_backward_stepped_row_f64_min_max(char *out, int64_t out_step,
             min_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
-        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step, fetch);
+        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -9569,7 +9670,7 @@ clamp_tensor_backward_stepped_row_f64_min_max(char *out, int64_t out_step,
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f64_min_max(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, bool stream,
-                                          const void *ctx)
+                                          bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9586,72 +9687,80 @@ clamp_tensor_backward_stepped_f64_min_max(char **data, const int64_t *strides, i
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
             max_step == 8)
-            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(
-                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 16,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 16,
                                                                        self_p, 8, min_p, 8, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
-            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(
-                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 24,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 24,
                                                                        self_p, 8, min_p, 8, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8 &&
                  max_step == 8)
-            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(
-                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 16, min_p, 8, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8,
                                                                        self_p, 16, min_p, 8, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8 &&
                  max_step == 8)
-            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(
-                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 24, min_p, 8, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8,
                                                                        self_p, 24, min_p, 8, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16 &&
                  max_step == 8)
-            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 16, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8,
                                                                        self_p, 8, min_p, 16, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24 &&
                  max_step == 8)
-            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 24, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8,
                                                                        self_p, 8, min_p, 24, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 16)
-            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 16, n, true, ctx)
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       16, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8,
                                                                        self_p, 8, min_p, 8, max_p,
-                                                                       16, n, false, ctx);
+                                                                       16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 24)
-            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 24, n, true, ctx)
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       24, n, true, fetch, ctx)
                        : clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8,
                                                                        self_p, 8, min_p, 8, max_p,
-                                                                       24, n, false, ctx);
+                                                                       24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_stepped_row_f64_min_max(out, 16, grad_output_p, 8, self_p, 8,
-                                                              min_p, 8, max_p, 8, n, false, ctx);
+            i = clamp_tensor_backward_stepped_row_f64_min_max(
+                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_stepped_row_f64_min_max(out, 16, grad_output_p, 16, self_p, 8,
-                                                              min_p, 8, max_p, 8, n, false, ctx);
+            i = clamp_tensor_backward_stepped_row_f64_min_max(
+                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_stepped_row_f64_min_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, stream, ctx);
+                max_p, max_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -9664,7 +9773,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_backward_stepped_row_avx2_f64_min_max(
     char *out, int64_t out_step, const char *grad_output_p, int64_t grad_output_step,
     const char *self_p, int64_t self_step, const char *min_p, int64_t min_step, const char *max_p,
-    int64_t max_step, int64_t n, bool stream, const void *ctx)
+    int64_t max_step, int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9673,10 +9782,10 @@ clamp_tensor_backward_stepped_row_avx2_f64_min_max(
             min_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step);
-        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step, fetch);
+        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -9698,7 +9807,7 @@ clamp_tensor_backward_stepped_row_avx2_f64_min_max(
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_stepped_avx2_f64_min_max(char **data, const int64_t *strides, int64_t n,
                                                const int64_t *row_strides, int64_t rows,
-                                               bool stream, const void *ctx)
+                                               bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9716,71 +9825,83 @@ clamp_tensor_backward_stepped_avx2_f64_min_max(char **data, const int64_t *strid
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
             max_step == 8)
             i = stream
-                    ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                          out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                          out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
+                    ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 16,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         8, n, true, fetch, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 16,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = stream
-                    ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                          out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                          out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
+                    ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 24,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         8, n, true, fetch, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 24,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8 &&
                  max_step == 8)
-            i = stream
-                    ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                          out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                          out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, false, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, true,
+                             fetch, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, false,
+                             fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8 &&
                  max_step == 8)
-            i = stream
-                    ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                          out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                          out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, false, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, true,
+                             fetch, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, false,
+                             fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16 &&
                  max_step == 8)
-            i = stream
-                    ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, false, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, true,
+                             fetch, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, false,
+                             fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24 &&
                  max_step == 8)
-            i = stream
-                    ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, false, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, true,
+                             fetch, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, false,
+                             fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 16)
             i = stream
-                    ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 16, n, true, ctx)
-                    : clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 16, n, false, ctx);
+                    ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         16, n, true, fetch, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 24)
             i = stream
-                    ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 24, n, true, ctx)
-                    : clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 24, n, false, ctx);
+                    ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         24, n, true, fetch, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
+                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
+                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, stream, ctx);
+                max_p, max_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -10024,13 +10145,13 @@ sqrt_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sqrt_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     bool stream, const void *ctx)
+                     bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -10047,7 +10168,7 @@ sqrt_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t se
 
 YT__STEPPED_TARGET static void
 sqrt_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, bool stream, const void *ctx)
+                 int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10057,17 +10178,17 @@ sqrt_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? sqrt_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : sqrt_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? sqrt_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : sqrt_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? sqrt_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : sqrt_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? sqrt_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : sqrt_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = sqrt_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = sqrt_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = sqrt_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = sqrt_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = sqrt_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = sqrt_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10078,13 +10199,13 @@ sqrt_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sqrt_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -10101,7 +10222,7 @@ sqrt_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_AVX2_TARGET static void
 sqrt_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10111,17 +10232,17 @@ sqrt_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? sqrt_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : sqrt_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? sqrt_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : sqrt_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? sqrt_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : sqrt_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? sqrt_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : sqrt_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = sqrt_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = sqrt_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = sqrt_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = sqrt_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = sqrt_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = sqrt_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10171,13 +10292,13 @@ sqrt_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sqrt_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     bool stream, const void *ctx)
+                     bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -10194,7 +10315,7 @@ sqrt_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t se
 
 YT__STEPPED_TARGET static void
 sqrt_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, bool stream, const void *ctx)
+                 int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10204,17 +10325,17 @@ sqrt_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? sqrt_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : sqrt_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? sqrt_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : sqrt_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? sqrt_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : sqrt_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? sqrt_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : sqrt_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = sqrt_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = sqrt_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = sqrt_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = sqrt_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = sqrt_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = sqrt_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10225,13 +10346,13 @@ sqrt_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sqrt_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -10248,7 +10369,7 @@ sqrt_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_AVX2_TARGET static void
 sqrt_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10258,17 +10379,17 @@ sqrt_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? sqrt_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : sqrt_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? sqrt_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : sqrt_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? sqrt_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : sqrt_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? sqrt_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : sqrt_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = sqrt_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = sqrt_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = sqrt_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = sqrt_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = sqrt_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = sqrt_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10622,13 +10743,13 @@ relu_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 relu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     bool stream, const void *ctx)
+                     bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -10645,7 +10766,7 @@ relu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t se
 
 YT__STEPPED_TARGET static void
 relu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, bool stream, const void *ctx)
+                 int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10655,17 +10776,17 @@ relu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? relu_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : relu_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? relu_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : relu_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? relu_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : relu_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? relu_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : relu_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = relu_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = relu_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = relu_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = relu_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = relu_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = relu_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10676,13 +10797,13 @@ relu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 relu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -10699,7 +10820,7 @@ relu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_AVX2_TARGET static void
 relu_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10709,17 +10830,17 @@ relu_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? relu_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : relu_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? relu_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : relu_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? relu_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : relu_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? relu_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : relu_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = relu_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = relu_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = relu_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = relu_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = relu_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = relu_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10769,13 +10890,13 @@ relu_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 relu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     bool stream, const void *ctx)
+                     bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -10792,7 +10913,7 @@ relu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t se
 
 YT__STEPPED_TARGET static void
 relu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, bool stream, const void *ctx)
+                 int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10802,17 +10923,17 @@ relu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? relu_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : relu_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? relu_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : relu_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? relu_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : relu_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? relu_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : relu_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = relu_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = relu_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = relu_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = relu_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = relu_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = relu_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10823,13 +10944,13 @@ relu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 relu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -10846,7 +10967,7 @@ relu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_AVX2_TARGET static void
 relu_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10856,17 +10977,17 @@ relu_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? relu_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : relu_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? relu_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : relu_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? relu_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : relu_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? relu_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : relu_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = relu_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = relu_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = relu_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = relu_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = relu_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = relu_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11272,13 +11393,13 @@ clone_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clone_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      bool stream, const void *ctx)
+                      bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -11295,7 +11416,7 @@ clone_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t s
 
 YT__STEPPED_TARGET static void
 clone_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, bool stream, const void *ctx)
+                  int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11305,17 +11426,17 @@ clone_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? clone_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : clone_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? clone_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : clone_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? clone_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : clone_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? clone_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : clone_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clone_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = clone_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clone_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = clone_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = clone_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = clone_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11326,13 +11447,13 @@ clone_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clone_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -11349,7 +11470,7 @@ clone_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_AVX2_TARGET static void
 clone_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11359,17 +11480,17 @@ clone_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? clone_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : clone_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? clone_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : clone_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? clone_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : clone_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? clone_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : clone_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clone_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = clone_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clone_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = clone_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = clone_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = clone_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11419,13 +11540,13 @@ clone_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clone_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      bool stream, const void *ctx)
+                      bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -11442,7 +11563,7 @@ clone_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t s
 
 YT__STEPPED_TARGET static void
 clone_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, bool stream, const void *ctx)
+                  int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11452,17 +11573,17 @@ clone_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? clone_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : clone_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? clone_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : clone_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? clone_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : clone_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? clone_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : clone_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clone_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = clone_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clone_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = clone_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = clone_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = clone_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11473,13 +11594,13 @@ clone_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clone_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -11496,7 +11617,7 @@ clone_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_AVX2_TARGET static void
 clone_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11506,17 +11627,17 @@ clone_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? clone_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : clone_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? clone_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : clone_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? clone_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : clone_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? clone_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : clone_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clone_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = clone_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clone_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = clone_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = clone_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = clone_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11699,13 +11820,13 @@ erf_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 erf_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    bool stream, const void *ctx)
+                    bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -11722,7 +11843,7 @@ erf_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 erf_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11732,17 +11853,17 @@ erf_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? erf_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : erf_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? erf_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : erf_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? erf_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : erf_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? erf_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : erf_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = erf_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = erf_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = erf_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = erf_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = erf_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = erf_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11753,13 +11874,13 @@ erf_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 erf_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, bool stream, const void *ctx)
+                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -11776,7 +11897,7 @@ erf_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 erf_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11786,17 +11907,17 @@ erf_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? erf_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : erf_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? erf_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : erf_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? erf_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : erf_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? erf_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : erf_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = erf_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = erf_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = erf_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = erf_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = erf_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = erf_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11848,13 +11969,13 @@ erf_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 erf_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    bool stream, const void *ctx)
+                    bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -11871,7 +11992,7 @@ erf_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 erf_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11881,17 +12002,17 @@ erf_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? erf_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : erf_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? erf_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : erf_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? erf_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : erf_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? erf_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : erf_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = erf_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = erf_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = erf_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = erf_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = erf_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = erf_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11902,13 +12023,13 @@ erf_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 erf_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, bool stream, const void *ctx)
+                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -11925,7 +12046,7 @@ erf_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 erf_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11935,17 +12056,17 @@ erf_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? erf_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : erf_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? erf_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : erf_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? erf_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : erf_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? erf_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : erf_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = erf_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = erf_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = erf_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = erf_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = erf_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = erf_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12299,13 +12420,13 @@ round_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 round_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      bool stream, const void *ctx)
+                      bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -12322,7 +12443,7 @@ round_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t s
 
 YT__STEPPED_TARGET static void
 round_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, bool stream, const void *ctx)
+                  int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12332,17 +12453,17 @@ round_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? round_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : round_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? round_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : round_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? round_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : round_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? round_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : round_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = round_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = round_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = round_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = round_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = round_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = round_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12353,13 +12474,13 @@ round_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 round_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -12376,7 +12497,7 @@ round_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_AVX2_TARGET static void
 round_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12386,17 +12507,17 @@ round_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? round_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : round_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? round_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : round_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? round_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : round_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? round_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : round_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = round_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = round_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = round_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = round_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = round_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = round_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12446,13 +12567,13 @@ round_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 round_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      bool stream, const void *ctx)
+                      bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -12469,7 +12590,7 @@ round_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t s
 
 YT__STEPPED_TARGET static void
 round_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, bool stream, const void *ctx)
+                  int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12479,17 +12600,17 @@ round_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? round_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : round_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? round_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : round_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? round_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : round_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? round_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : round_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = round_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = round_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = round_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = round_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = round_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = round_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12500,13 +12621,13 @@ round_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 round_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -12523,7 +12644,7 @@ round_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_AVX2_TARGET static void
 round_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12533,17 +12654,17 @@ round_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? round_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : round_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? round_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : round_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? round_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : round_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? round_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : round_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = round_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = round_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = round_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = round_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = round_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = round_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13491,7 +13612,7 @@ gelu_backward_blocks_f32_none(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 gelu_backward_stepped_row_f32_none(char *out, int64_t out_step, const char *grad_output_p,
                                    int64_t grad_output_step, const char *self_p, int64_t self_step,
-                                   int64_t n, bool stream, const void *ctx)
+                                   int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -13499,8 +13620,8 @@ gelu_backward_stepped_row_f32_none(char *out, int64_t out_step, const char *grad
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -13520,7 +13641,7 @@ gelu_backward_stepped_row_f32_none(char *out, int64_t out_step, const char *grad
 
 YT__STEPPED_TARGET static void
 gelu_backward_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, bool stream,
+                               const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -13534,33 +13655,33 @@ gelu_backward_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
             i = stream ? gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 8, self_p, 4, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 8, self_p, 4, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
             i = stream ? gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 12, self_p, 4, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 12, self_p, 4, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
             i = stream ? gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 4, self_p, 8, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 4, self_p, 8, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
             i = stream ? gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 4, self_p, 12, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 4, self_p, 12, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = gelu_backward_stepped_row_f32_none(out, 8, grad_output_p, 4, self_p, 4, n, false,
-                                                   ctx);
+                                                   fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = gelu_backward_stepped_row_f32_none(out, 8, grad_output_p, 8, self_p, 4, n, false,
-                                                   ctx);
+                                                   fetch, ctx);
         else
             i = gelu_backward_stepped_row_f32_none(out, out_step, grad_output_p, grad_output_step,
-                                                   self_p, self_step, n, stream, ctx);
+                                                   self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -13572,7 +13693,8 @@ gelu_backward_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 gelu_backward_stepped_row_avx2_f32_none(char *out, int64_t out_step, const char *grad_output_p,
                                         int64_t grad_output_step, const char *self_p,
-                                        int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                        int64_t self_step, int64_t n, bool stream, bool fetch,
+                                        const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -13580,8 +13702,8 @@ gelu_backward_stepped_row_avx2_f32_none(char *out, int64_t out_step, const char 
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -13602,7 +13724,7 @@ gelu_backward_stepped_row_avx2_f32_none(char *out, int64_t out_step, const char 
 YT__STEPPED_AVX2_TARGET static void
 gelu_backward_stepped_avx2_f32_none(char **data, const int64_t *strides, int64_t n,
                                     const int64_t *row_strides, int64_t rows, bool stream,
-                                    const void *ctx)
+                                    bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13615,33 +13737,34 @@ gelu_backward_stepped_avx2_f32_none(char **data, const int64_t *strides, int64_t
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
             i = stream ? gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 8, self_p,
-                                                                 4, n, true, ctx)
+                                                                 4, n, true, fetch, ctx)
                        : gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 8, self_p,
-                                                                 4, n, false, ctx);
+                                                                 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
             i = stream ? gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 12, self_p,
-                                                                 4, n, true, ctx)
+                                                                 4, n, true, fetch, ctx)
                        : gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 12, self_p,
-                                                                 4, n, false, ctx);
+                                                                 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
             i = stream ? gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 4, self_p,
-                                                                 8, n, true, ctx)
+                                                                 8, n, true, fetch, ctx)
                        : gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 4, self_p,
-                                                                 8, n, false, ctx);
+                                                                 8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
             i = stream ? gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 4, self_p,
-                                                                 12, n, true, ctx)
+                                                                 12, n, true, fetch, ctx)
                        : gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 4, self_p,
-                                                                 12, n, false, ctx);
+                                                                 12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = gelu_backward_stepped_row_avx2_f32_none(out, 8, grad_output_p, 4, self_p, 4, n,
-                                                        false, ctx);
+                                                        false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = gelu_backward_stepped_row_avx2_f32_none(out, 8, grad_output_p, 8, self_p, 4, n,
-                                                        false, ctx);
+                                                        false, fetch, ctx);
         else
-            i = gelu_backward_stepped_row_avx2_f32_none(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
+            i = gelu_backward_stepped_row_avx2_f32_none(out, out_step, grad_output_p,
+                                                        grad_output_step, self_p, self_step, n,
+                                                        stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -13763,7 +13886,7 @@ gelu_backward_blocks_f32_tanh(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 gelu_backward_stepped_row_f32_tanh(char *out, int64_t out_step, const char *grad_output_p,
                                    int64_t grad_output_step, const char *self_p, int64_t self_step,
-                                   int64_t n, bool stream, const void *ctx)
+                                   int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -13771,8 +13894,8 @@ gelu_backward_stepped_row_f32_tanh(char *out, int64_t out_step, const char *grad
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -13801,7 +13924,7 @@ gelu_backward_stepped_row_f32_tanh(char *out, int64_t out_step, const char *grad
 
 YT__STEPPED_TARGET static void
 gelu_backward_stepped_f32_tanh(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, bool stream,
+                               const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -13815,33 +13938,33 @@ gelu_backward_stepped_f32_tanh(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
             i = stream ? gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 8, self_p, 4, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 8, self_p, 4, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
             i = stream ? gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 12, self_p, 4, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 12, self_p, 4, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
             i = stream ? gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 4, self_p, 8, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 4, self_p, 8, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
             i = stream ? gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 4, self_p, 12, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 4, self_p, 12, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = gelu_backward_stepped_row_f32_tanh(out, 8, grad_output_p, 4, self_p, 4, n, false,
-                                                   ctx);
+                                                   fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = gelu_backward_stepped_row_f32_tanh(out, 8, grad_output_p, 8, self_p, 4, n, false,
-                                                   ctx);
+                                                   fetch, ctx);
         else
             i = gelu_backward_stepped_row_f32_tanh(out, out_step, grad_output_p, grad_output_step,
-                                                   self_p, self_step, n, stream, ctx);
+                                                   self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -13853,7 +13976,8 @@ gelu_backward_stepped_f32_tanh(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 gelu_backward_stepped_row_avx2_f32_tanh(char *out, int64_t out_step, const char *grad_output_p,
                                         int64_t grad_output_step, const char *self_p,
-                                        int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                        int64_t self_step, int64_t n, bool stream, bool fetch,
+                                        const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -13861,8 +13985,8 @@ gelu_backward_stepped_row_avx2_f32_tanh(char *out, int64_t out_step, const char 
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -13892,7 +14016,7 @@ gelu_backward_stepped_row_avx2_f32_tanh(char *out, int64_t out_step, const char 
 YT__STEPPED_AVX2_TARGET static void
 gelu_backward_stepped_avx2_f32_tanh(char **data, const int64_t *strides, int64_t n,
                                     const int64_t *row_strides, int64_t rows, bool stream,
-                                    const void *ctx)
+                                    bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13905,33 +14029,34 @@ gelu_backward_stepped_avx2_f32_tanh(char **data, const int64_t *strides, int64_t
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
             i = stream ? gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 8, self_p,
-                                                                 4, n, true, ctx)
+                                                                 4, n, true, fetch, ctx)
                        : gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 8, self_p,
-                                                                 4, n, false, ctx);
+                                                                 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
             i = stream ? gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 12, self_p,
-                                                                 4, n, true, ctx)
+                                                                 4, n, true, fetch, ctx)
                        : gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 12, self_p,
-                                                                 4, n, false, ctx);
+                                                                 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
             i = stream ? gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 4, self_p,
-                                                                 8, n, true, ctx)
+                                                                 8, n, true, fetch, ctx)
                        : gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 4, self_p,
-                                                                 8, n, false, ctx);
+                                                                 8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
             i = stream ? gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 4, self_p,
-                                                                 12, n, true, ctx)
+                                                                 12, n, true, fetch, ctx)
                        : gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 4, self_p,
-                                                                 12, n, false, ctx);
+                                                                 12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = gelu_backward_stepped_row_avx2_f32_tanh(out, 8, grad_output_p, 4, self_p, 4, n,
-                                                        false, ctx);
+                                                        false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = gelu_backward_stepped_row_avx2_f32_tanh(out, 8, grad_output_p, 8, self_p, 4, n,
-                                                        false, ctx);
+                                                        false, fetch, ctx);
         else
-            i = gelu_backward_stepped_row_avx2_f32_tanh(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
+            i = gelu_backward_stepped_row_avx2_f32_tanh(out, out_step, grad_output_p,
+                                                        grad_output_step, self_p, self_step, n,
+                                                        stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -14020,7 +14145,7 @@ gelu_backward_blocks_f64_none(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 gelu_backward_stepped_row_f64_none(char *out, int64_t out_step, const char *grad_output_p,
                                    int64_t grad_output_step, const char *self_p, int64_t self_step,
-                                   int64_t n, bool stream, const void *ctx)
+                                   int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -14028,8 +14153,8 @@ gelu_backward_stepped_row_f64_none(char *out, int64_t out_step, const char *grad
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -14049,7 +14174,7 @@ gelu_backward_stepped_row_f64_none(char *out, int64_t out_step, const char *grad
 
 YT__STEPPED_TARGET static void
 gelu_backward_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, bool stream,
+                               const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -14063,33 +14188,33 @@ gelu_backward_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
             i = stream ? gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 16, self_p, 8, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 16, self_p, 8, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
             i = stream ? gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 24, self_p, 8, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 24, self_p, 8, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
             i = stream ? gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 8, self_p, 16, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 8, self_p, 16, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
             i = stream ? gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 8, self_p, 24, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 8, self_p, 24, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = gelu_backward_stepped_row_f64_none(out, 16, grad_output_p, 8, self_p, 8, n, false,
-                                                   ctx);
+                                                   fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = gelu_backward_stepped_row_f64_none(out, 16, grad_output_p, 16, self_p, 8, n, false,
-                                                   ctx);
+                                                   fetch, ctx);
         else
             i = gelu_backward_stepped_row_f64_none(out, out_step, grad_output_p, grad_output_step,
-                                                   self_p, self_step, n, stream, ctx);
+                                                   self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -14101,7 +14226,8 @@ gelu_backward_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 gelu_backward_stepped_row_avx2_f64_none(char *out, int64_t out_step, const char *grad_output_p,
                                         int64_t grad_output_step, const char *self_p,
-                                        int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                        int64_t self_step, int64_t n, bool stream, bool fetch,
+                                        const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -14109,8 +14235,8 @@ gelu_backward_stepped_row_avx2_f64_none(char *out, int64_t out_step, const char 
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -14131,7 +14257,7 @@ gelu_backward_stepped_row_avx2_f64_none(char *out, int64_t out_step, const char 
 YT__STEPPED_AVX2_TARGET static void
 gelu_backward_stepped_avx2_f64_none(char **data, const int64_t *strides, int64_t n,
                                     const int64_t *row_strides, int64_t rows, bool stream,
-                                    const void *ctx)
+                                    bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14144,33 +14270,34 @@ gelu_backward_stepped_avx2_f64_none(char **data, const int64_t *strides, int64_t
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
             i = stream ? gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 16, self_p,
-                                                                 8, n, true, ctx)
+                                                                 8, n, true, fetch, ctx)
                        : gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 16, self_p,
-                                                                 8, n, false, ctx);
+                                                                 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
             i = stream ? gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 24, self_p,
-                                                                 8, n, true, ctx)
+                                                                 8, n, true, fetch, ctx)
                        : gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 24, self_p,
-                                                                 8, n, false, ctx);
+                                                                 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
             i = stream ? gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 8, self_p,
-                                                                 16, n, true, ctx)
+                                                                 16, n, true, fetch, ctx)
                        : gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 8, self_p,
-                                                                 16, n, false, ctx);
+                                                                 16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
             i = stream ? gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 8, self_p,
-                                                                 24, n, true, ctx)
+                                                                 24, n, true, fetch, ctx)
                        : gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 8, self_p,
-                                                                 24, n, false, ctx);
+                                                                 24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = gelu_backward_stepped_row_avx2_f64_none(out, 16, grad_output_p, 8, self_p, 8, n,
-                                                        false, ctx);
+                                                        false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = gelu_backward_stepped_row_avx2_f64_none(out, 16, grad_output_p, 16, self_p, 8, n,
-                                                        false, ctx);
+                                                        false, fetch, ctx);
         else
-            i = gelu_backward_stepped_row_avx2_f64_none(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
+            i = gelu_backward_stepped_row_avx2_f64_none(out, out_step, grad_output_p,
+                                                        grad_output_step, self_p, self_step, n,
+                                                        stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -14295,7 +14422,7 @@ gelu_backward_blocks_f64_tanh(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 gelu_backward_stepped_row_f64_tanh(char *out, int64_t out_step, const char *grad_output_p,
                                    int64_t grad_output_step, const char *self_p, int64_t self_step,
-                                   int64_t n, bool stream, const void *ctx)
+                                   int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -14303,8 +14430,8 @@ gelu_backward_stepped_row_f64_tanh(char *out, int64_t out_step, const char *grad
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -14333,7 +14460,7 @@ gelu_backward_stepped_row_f64_tanh(char *out, int64_t out_step, const char *grad
 
 YT__STEPPED_TARGET static void
 gelu_backward_stepped_f64_tanh(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, bool stream,
+                               const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -14347,33 +14474,33 @@ gelu_backward_stepped_f64_tanh(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
             i = stream ? gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 16, self_p, 8, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 16, self_p, 8, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
             i = stream ? gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 24, self_p, 8, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 24, self_p, 8, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
             i = stream ? gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 8, self_p, 16, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 8, self_p, 16, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
             i = stream ? gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 8, self_p, 24, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 8, self_p, 24, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = gelu_backward_stepped_row_f64_tanh(out, 16, grad_output_p, 8, self_p, 8, n, false,
-                                                   ctx);
+                                                   fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = gelu_backward_stepped_row_f64_tanh(out, 16, grad_output_p, 16, self_p, 8, n, false,
-                                                   ctx);
+                                                   fetch, ctx);
         else
             i = gelu_backward_stepped_row_f64_tanh(out, out_step, grad_output_p, grad_output_step,
-                                                   self_p, self_step, n, stream, ctx);
+                                                   self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -14385,7 +14512,8 @@ gelu_backward_stepped_f64_tanh(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 gelu_backward_stepped_row_avx2_f64_tanh(char *out, int64_t out_step, const char *grad_output_p,
                                         int64_t grad_output_step, const char *self_p,
-                                        int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                        int64_t self_step, int64_t n, bool stream, bool fetch,
+                                        const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -14393,8 +14521,8 @@ gelu_backward_stepped_row_avx2_f64_tanh(char *out, int64_t out_step, const char 
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -14424,7 +14552,7 @@ gelu_backward_stepped_row_avx2_f64_tanh(char *out, int64_t out_step, const char 
 YT__STEPPED_AVX2_TARGET static void
 gelu_backward_stepped_avx2_f64_tanh(char **data, const int64_t *strides, int64_t n,
                                     const int64_t *row_strides, int64_t rows, bool stream,
-                                    const void *ctx)
+                                    bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14437,33 +14565,34 @@ gelu_backward_stepped_avx2_f64_tanh(char **data, const int64_t *strides, int64_t
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
             i = stream ? gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 16, self_p,
-                                                                 8, n, true, ctx)
+                                                                 8, n, true, fetch, ctx)
                        : gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 16, self_p,
-                                                                 8, n, false, ctx);
+                                                                 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
             i = stream ? gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 24, self_p,
-                                                                 8, n, true, ctx)
+                                                                 8, n, true, fetch, ctx)
                        : gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 24, self_p,
-                                                                 8, n, false, ctx);
+                                                                 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
             i = stream ? gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 8, self_p,
-                                                                 16, n, true, ctx)
+                                                                 16, n, true, fetch, ctx)
                        : gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 8, self_p,
-                                                                 16, n, false, ctx);
+                                                                 16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
             i = stream ? gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 8, self_p,
-                                                                 24, n, true, ctx)
+                                                                 24, n, true, fetch, ctx)
                        : gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 8, self_p,
-                                                                 24, n, false, ctx);
+                                                                 24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = gelu_backward_stepped_row_avx2_f64_tanh(out, 16, grad_output_p, 8, self_p, 8, n,
-                                                        false, ctx);
+                                                        false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = gelu_backward_stepped_row_avx2_f64_tanh(out, 16, grad_output_p, 16, self_p, 8, n,
-                                                        false, ctx);
+                                                        false, fetch, ctx);
         else
-            i = gelu_backward_stepped_row_avx2_f64_tanh(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
+            i = gelu_backward_stepped_row_avx2_f64_tanh(out, out_step, grad_output_p,
+                                                        grad_output_step, self_p, self_step, n,
+                                                        stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)

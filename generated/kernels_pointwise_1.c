@@ -21,7 +21,8 @@
  * apart, the output 2 apart, or both in place, the rest contiguous: codegen/lower.py, _step_cases)
  * with those steps as constants, so that the lanes' tests of each operand's step fold away, and
  * once more for any other steps; with a contiguous output, once storing it around the caches and
- * once plainly (the form's `stream`, yt__stepped_fn). */
+ * once plainly (the form's `stream`, yt__stepped_fn); whether the rows fetch their stepped
+ * operands' lines ahead (`fetch`) is tested as they run. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -378,7 +379,7 @@ rsub_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 rsub_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     bool stream, const void *ctx)
+                     bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -386,7 +387,7 @@ rsub_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t se
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -403,7 +404,7 @@ rsub_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t se
 
 YT__STEPPED_TARGET static void
 rsub_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, bool stream, const void *ctx)
+                 int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -413,17 +414,17 @@ rsub_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? rsub_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : rsub_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? rsub_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : rsub_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? rsub_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : rsub_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? rsub_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : rsub_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = rsub_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = rsub_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = rsub_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = rsub_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = rsub_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = rsub_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -434,7 +435,7 @@ rsub_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 rsub_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -442,7 +443,7 @@ rsub_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -459,7 +460,7 @@ rsub_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_AVX2_TARGET static void
 rsub_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -469,17 +470,17 @@ rsub_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? rsub_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : rsub_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? rsub_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : rsub_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? rsub_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : rsub_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? rsub_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : rsub_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = rsub_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = rsub_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = rsub_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = rsub_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = rsub_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = rsub_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -531,7 +532,7 @@ rsub_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 rsub_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     bool stream, const void *ctx)
+                     bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -539,7 +540,7 @@ rsub_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t se
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -556,7 +557,7 @@ rsub_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t se
 
 YT__STEPPED_TARGET static void
 rsub_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, bool stream, const void *ctx)
+                 int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -566,17 +567,17 @@ rsub_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? rsub_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : rsub_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? rsub_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : rsub_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? rsub_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : rsub_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? rsub_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : rsub_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = rsub_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = rsub_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = rsub_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = rsub_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = rsub_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = rsub_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -587,7 +588,7 @@ rsub_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 rsub_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -595,7 +596,7 @@ rsub_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -612,7 +613,7 @@ rsub_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_AVX2_TARGET static void
 rsub_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -622,17 +623,17 @@ rsub_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? rsub_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : rsub_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? rsub_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : rsub_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? rsub_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : rsub_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? rsub_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : rsub_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = rsub_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = rsub_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = rsub_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = rsub_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = rsub_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = rsub_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1263,7 +1264,7 @@ mul_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 mul_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                    const char *other_p, int64_t other_step, int64_t n, bool stream,
+                    const char *other_p, int64_t other_step, int64_t n, bool stream, bool fetch,
                     const void *ctx)
 {
     (void)ctx;
@@ -1271,8 +1272,8 @@ mul_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -1290,7 +1291,7 @@ mul_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 mul_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1302,24 +1303,24 @@ mul_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = stream ? mul_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
-                       : mul_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
+            i = stream ? mul_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, fetch, ctx)
+                       : mul_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = stream ? mul_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
-                       : mul_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
+            i = stream ? mul_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, fetch, ctx)
+                       : mul_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = stream ? mul_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
-                       : mul_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
+            i = stream ? mul_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, fetch, ctx)
+                       : mul_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = stream ? mul_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
-                       : mul_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
+            i = stream ? mul_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, fetch, ctx)
+                       : mul_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = mul_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
+            i = mul_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = mul_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
+            i = mul_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else
             i = mul_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n,
-                                    stream, ctx);
+                                    stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -1331,15 +1332,15 @@ mul_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 mul_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                          const char *other_p, int64_t other_step, int64_t n, bool stream,
-                         const void *ctx)
+                         bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -1357,7 +1358,7 @@ mul_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 mul_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1369,24 +1370,30 @@ mul_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = stream ? mul_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
-                       : mul_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
+            i = stream
+                    ? mul_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, fetch, ctx)
+                    : mul_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = stream ? mul_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
-                       : mul_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
+            i = stream
+                    ? mul_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true, fetch, ctx)
+                    : mul_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false, fetch,
+                                               ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = stream ? mul_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
-                       : mul_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
+            i = stream
+                    ? mul_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, fetch, ctx)
+                    : mul_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = stream ? mul_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
-                       : mul_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
+            i = stream
+                    ? mul_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true, fetch, ctx)
+                    : mul_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false, fetch,
+                                               ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = mul_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
+            i = mul_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = mul_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
+            i = mul_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else
             i = mul_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p, other_step, n,
-                                         stream, ctx);
+                                         stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -1460,7 +1467,7 @@ mul_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 mul_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                    const char *other_p, int64_t other_step, int64_t n, bool stream,
+                    const char *other_p, int64_t other_step, int64_t n, bool stream, bool fetch,
                     const void *ctx)
 {
     (void)ctx;
@@ -1468,8 +1475,8 @@ mul_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -1487,7 +1494,7 @@ mul_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 mul_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1499,24 +1506,24 @@ mul_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = stream ? mul_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
-                       : mul_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
+            i = stream ? mul_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, fetch, ctx)
+                       : mul_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = stream ? mul_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
-                       : mul_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
+            i = stream ? mul_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, fetch, ctx)
+                       : mul_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = stream ? mul_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
-                       : mul_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
+            i = stream ? mul_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, fetch, ctx)
+                       : mul_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = stream ? mul_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
-                       : mul_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
+            i = stream ? mul_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, fetch, ctx)
+                       : mul_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = mul_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
+            i = mul_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = mul_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
+            i = mul_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, fetch, ctx);
         else
             i = mul_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n,
-                                    stream, ctx);
+                                    stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -1528,15 +1535,15 @@ mul_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 mul_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                          const char *other_p, int64_t other_step, int64_t n, bool stream,
-                         const void *ctx)
+                         bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -1554,7 +1561,7 @@ mul_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 mul_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1566,24 +1573,32 @@ mul_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = stream ? mul_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
-                       : mul_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
+            i = stream
+                    ? mul_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true, fetch, ctx)
+                    : mul_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false, fetch,
+                                               ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = stream ? mul_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
-                       : mul_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
+            i = stream
+                    ? mul_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true, fetch, ctx)
+                    : mul_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false, fetch,
+                                               ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = stream ? mul_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
-                       : mul_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
+            i = stream
+                    ? mul_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true, fetch, ctx)
+                    : mul_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false, fetch,
+                                               ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = stream ? mul_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
-                       : mul_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
+            i = stream
+                    ? mul_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true, fetch, ctx)
+                    : mul_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false, fetch,
+                                               ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = mul_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
+            i = mul_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = mul_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
+            i = mul_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, fetch, ctx);
         else
             i = mul_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p, other_step, n,
-                                         stream, ctx);
+                                         stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2003,14 +2018,14 @@ mul_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 mul_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -2027,7 +2042,7 @@ mul_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_TARGET static void
 mul_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2037,17 +2052,17 @@ mul_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? mul_scalar_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : mul_scalar_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? mul_scalar_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : mul_scalar_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? mul_scalar_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : mul_scalar_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? mul_scalar_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : mul_scalar_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = mul_scalar_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = mul_scalar_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = mul_scalar_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = mul_scalar_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = mul_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = mul_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2058,14 +2073,14 @@ mul_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 mul_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, bool stream, const void *ctx)
+                                int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -2082,7 +2097,8 @@ mul_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
 
 YT__STEPPED_AVX2_TARGET static void
 mul_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2092,17 +2108,18 @@ mul_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? mul_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : mul_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? mul_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : mul_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? mul_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : mul_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? mul_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : mul_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = mul_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = mul_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = mul_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = mul_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = mul_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = mul_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch,
+                                                ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2153,14 +2170,14 @@ mul_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 mul_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -2177,7 +2194,7 @@ mul_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_TARGET static void
 mul_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2187,17 +2204,17 @@ mul_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? mul_scalar_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : mul_scalar_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? mul_scalar_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : mul_scalar_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? mul_scalar_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : mul_scalar_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? mul_scalar_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : mul_scalar_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = mul_scalar_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = mul_scalar_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = mul_scalar_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = mul_scalar_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = mul_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = mul_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2208,14 +2225,14 @@ mul_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 mul_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, bool stream, const void *ctx)
+                                int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -2232,7 +2249,8 @@ mul_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
 
 YT__STEPPED_AVX2_TARGET static void
 mul_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2242,17 +2260,18 @@ mul_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? mul_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : mul_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? mul_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : mul_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? mul_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : mul_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? mul_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : mul_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = mul_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = mul_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = mul_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = mul_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = mul_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = mul_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch,
+                                                ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2505,7 +2524,7 @@ div_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                    const char *other_p, int64_t other_step, int64_t n, bool stream,
+                    const char *other_p, int64_t other_step, int64_t n, bool stream, bool fetch,
                     const void *ctx)
 {
     (void)ctx;
@@ -2513,8 +2532,8 @@ div_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -2532,7 +2551,7 @@ div_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 div_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2544,24 +2563,24 @@ div_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = stream ? div_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
-                       : div_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
+            i = stream ? div_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, fetch, ctx)
+                       : div_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = stream ? div_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
-                       : div_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
+            i = stream ? div_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, fetch, ctx)
+                       : div_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = stream ? div_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
-                       : div_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
+            i = stream ? div_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, fetch, ctx)
+                       : div_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = stream ? div_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
-                       : div_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
+            i = stream ? div_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, fetch, ctx)
+                       : div_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = div_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
+            i = div_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = div_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
+            i = div_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else
             i = div_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n,
-                                    stream, ctx);
+                                    stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2573,15 +2592,15 @@ div_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                          const char *other_p, int64_t other_step, int64_t n, bool stream,
-                         const void *ctx)
+                         bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -2599,7 +2618,7 @@ div_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 div_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2611,24 +2630,30 @@ div_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = stream ? div_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
-                       : div_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
+            i = stream
+                    ? div_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, fetch, ctx)
+                    : div_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = stream ? div_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
-                       : div_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
+            i = stream
+                    ? div_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true, fetch, ctx)
+                    : div_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false, fetch,
+                                               ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = stream ? div_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
-                       : div_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
+            i = stream
+                    ? div_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, fetch, ctx)
+                    : div_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = stream ? div_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
-                       : div_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
+            i = stream
+                    ? div_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true, fetch, ctx)
+                    : div_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false, fetch,
+                                               ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = div_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
+            i = div_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = div_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
+            i = div_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else
             i = div_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p, other_step, n,
-                                         stream, ctx);
+                                         stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2702,7 +2727,7 @@ div_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                    const char *other_p, int64_t other_step, int64_t n, bool stream,
+                    const char *other_p, int64_t other_step, int64_t n, bool stream, bool fetch,
                     const void *ctx)
 {
     (void)ctx;
@@ -2710,8 +2735,8 @@ div_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -2729,7 +2754,7 @@ div_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 div_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2741,24 +2766,24 @@ div_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = stream ? div_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
-                       : div_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
+            i = stream ? div_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, fetch, ctx)
+                       : div_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = stream ? div_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
-                       : div_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
+            i = stream ? div_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, fetch, ctx)
+                       : div_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = stream ? div_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
-                       : div_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
+            i = stream ? div_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, fetch, ctx)
+                       : div_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = stream ? div_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
-                       : div_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
+            i = stream ? div_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, fetch, ctx)
+                       : div_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = div_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
+            i = div_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = div_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
+            i = div_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, fetch, ctx);
         else
             i = div_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n,
-                                    stream, ctx);
+                                    stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2770,15 +2795,15 @@ div_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                          const char *other_p, int64_t other_step, int64_t n, bool stream,
-                         const void *ctx)
+                         bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -2796,7 +2821,7 @@ div_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 div_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2808,24 +2833,32 @@ div_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = stream ? div_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
-                       : div_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
+            i = stream
+                    ? div_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true, fetch, ctx)
+                    : div_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false, fetch,
+                                               ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = stream ? div_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
-                       : div_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
+            i = stream
+                    ? div_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true, fetch, ctx)
+                    : div_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false, fetch,
+                                               ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = stream ? div_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
-                       : div_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
+            i = stream
+                    ? div_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true, fetch, ctx)
+                    : div_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false, fetch,
+                                               ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = stream ? div_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
-                       : div_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
+            i = stream
+                    ? div_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true, fetch, ctx)
+                    : div_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false, fetch,
+                                               ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = div_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
+            i = div_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = div_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
+            i = div_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, fetch, ctx);
         else
             i = div_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p, other_step, n,
-                                         stream, ctx);
+                                         stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2987,14 +3020,14 @@ div_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -3011,7 +3044,7 @@ div_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_TARGET static void
 div_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3021,17 +3054,17 @@ div_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? div_scalar_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : div_scalar_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? div_scalar_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : div_scalar_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? div_scalar_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : div_scalar_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? div_scalar_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : div_scalar_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = div_scalar_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = div_scalar_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = div_scalar_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = div_scalar_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = div_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = div_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3042,14 +3075,14 @@ div_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, bool stream, const void *ctx)
+                                int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -3066,7 +3099,8 @@ div_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
 
 YT__STEPPED_AVX2_TARGET static void
 div_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3076,17 +3110,18 @@ div_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? div_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : div_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? div_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : div_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? div_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : div_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? div_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : div_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = div_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = div_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = div_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = div_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = div_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = div_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch,
+                                                ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3137,14 +3172,14 @@ div_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -3161,7 +3196,7 @@ div_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_TARGET static void
 div_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3171,17 +3206,17 @@ div_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? div_scalar_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : div_scalar_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? div_scalar_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : div_scalar_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? div_scalar_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : div_scalar_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? div_scalar_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : div_scalar_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = div_scalar_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = div_scalar_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = div_scalar_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = div_scalar_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = div_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = div_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3192,14 +3227,14 @@ div_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, bool stream, const void *ctx)
+                                int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -3216,7 +3251,8 @@ div_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
 
 YT__STEPPED_AVX2_TARGET static void
 div_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3226,17 +3262,18 @@ div_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? div_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : div_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? div_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : div_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? div_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : div_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? div_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : div_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = div_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = div_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = div_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = div_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = div_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = div_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch,
+                                                ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3592,13 +3629,13 @@ neg_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 neg_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    bool stream, const void *ctx)
+                    bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -3615,7 +3652,7 @@ neg_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 neg_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3625,17 +3662,17 @@ neg_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? neg_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : neg_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? neg_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : neg_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? neg_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : neg_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? neg_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : neg_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = neg_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = neg_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = neg_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = neg_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = neg_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = neg_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3646,13 +3683,13 @@ neg_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 neg_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, bool stream, const void *ctx)
+                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -3669,7 +3706,7 @@ neg_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 neg_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3679,17 +3716,17 @@ neg_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? neg_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : neg_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? neg_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : neg_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? neg_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : neg_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? neg_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : neg_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = neg_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = neg_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = neg_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = neg_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = neg_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = neg_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3739,13 +3776,13 @@ neg_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 neg_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    bool stream, const void *ctx)
+                    bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -3762,7 +3799,7 @@ neg_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 neg_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3772,17 +3809,17 @@ neg_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? neg_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : neg_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? neg_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : neg_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? neg_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : neg_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? neg_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : neg_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = neg_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = neg_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = neg_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = neg_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = neg_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = neg_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3793,13 +3830,13 @@ neg_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 neg_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, bool stream, const void *ctx)
+                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -3816,7 +3853,7 @@ neg_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 neg_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3826,17 +3863,17 @@ neg_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? neg_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : neg_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? neg_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : neg_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? neg_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : neg_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? neg_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : neg_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = neg_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = neg_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = neg_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = neg_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = neg_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = neg_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4774,13 +4811,13 @@ pow_blocks_f32_exponent_2(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f32_exponent_2(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, bool stream, const void *ctx)
+                               int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -4797,7 +4834,8 @@ pow_stepped_row_f32_exponent_2(char *out, int64_t out_step, const char *self_p, 
 
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_2(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                           const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4807,17 +4845,18 @@ pow_stepped_f32_exponent_2(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? pow_stepped_row_f32_exponent_2(out, 4, self_p, 8, n, true, ctx)
-                       : pow_stepped_row_f32_exponent_2(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_2(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : pow_stepped_row_f32_exponent_2(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? pow_stepped_row_f32_exponent_2(out, 4, self_p, 12, n, true, ctx)
-                       : pow_stepped_row_f32_exponent_2(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_2(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : pow_stepped_row_f32_exponent_2(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_f32_exponent_2(out, 8, self_p, 4, n, false, ctx);
+            i = pow_stepped_row_f32_exponent_2(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_2(out, 8, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_f32_exponent_2(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = pow_stepped_row_f32_exponent_2(out, out_step, self_p, self_step, n, stream, ctx);
+            i = pow_stepped_row_f32_exponent_2(out, out_step, self_p, self_step, n, stream, fetch,
+                                               ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4828,13 +4867,14 @@ pow_stepped_f32_exponent_2(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f32_exponent_2(char *out, int64_t out_step, const char *self_p,
-                                    int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                    int64_t self_step, int64_t n, bool stream, bool fetch,
+                                    const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -4851,7 +4891,7 @@ pow_stepped_row_avx2_f32_exponent_2(char *out, int64_t out_step, const char *sel
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f32_exponent_2(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -4862,18 +4902,20 @@ pow_stepped_avx2_f32_exponent_2(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? pow_stepped_row_avx2_f32_exponent_2(out, 4, self_p, 8, n, true, ctx)
-                       : pow_stepped_row_avx2_f32_exponent_2(out, 4, self_p, 8, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f32_exponent_2(out, 4, self_p, 8, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f32_exponent_2(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? pow_stepped_row_avx2_f32_exponent_2(out, 4, self_p, 12, n, true, ctx)
-                       : pow_stepped_row_avx2_f32_exponent_2(out, 4, self_p, 12, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f32_exponent_2(out, 4, self_p, 12, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f32_exponent_2(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_avx2_f32_exponent_2(out, 8, self_p, 4, n, false, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_2(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_2(out, 8, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_2(out, 8, self_p, 8, n, false, fetch, ctx);
         else
             i = pow_stepped_row_avx2_f32_exponent_2(out, out_step, self_p, self_step, n, stream,
-                                                    ctx);
+                                                    fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4923,13 +4965,13 @@ pow_blocks_f32_exponent_3(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f32_exponent_3(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, bool stream, const void *ctx)
+                               int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -4946,7 +4988,8 @@ pow_stepped_row_f32_exponent_3(char *out, int64_t out_step, const char *self_p, 
 
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_3(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                           const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4956,17 +4999,18 @@ pow_stepped_f32_exponent_3(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? pow_stepped_row_f32_exponent_3(out, 4, self_p, 8, n, true, ctx)
-                       : pow_stepped_row_f32_exponent_3(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_3(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : pow_stepped_row_f32_exponent_3(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? pow_stepped_row_f32_exponent_3(out, 4, self_p, 12, n, true, ctx)
-                       : pow_stepped_row_f32_exponent_3(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_3(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : pow_stepped_row_f32_exponent_3(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_f32_exponent_3(out, 8, self_p, 4, n, false, ctx);
+            i = pow_stepped_row_f32_exponent_3(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_3(out, 8, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_f32_exponent_3(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = pow_stepped_row_f32_exponent_3(out, out_step, self_p, self_step, n, stream, ctx);
+            i = pow_stepped_row_f32_exponent_3(out, out_step, self_p, self_step, n, stream, fetch,
+                                               ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4977,13 +5021,14 @@ pow_stepped_f32_exponent_3(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f32_exponent_3(char *out, int64_t out_step, const char *self_p,
-                                    int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                    int64_t self_step, int64_t n, bool stream, bool fetch,
+                                    const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5000,7 +5045,7 @@ pow_stepped_row_avx2_f32_exponent_3(char *out, int64_t out_step, const char *sel
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f32_exponent_3(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -5011,18 +5056,20 @@ pow_stepped_avx2_f32_exponent_3(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? pow_stepped_row_avx2_f32_exponent_3(out, 4, self_p, 8, n, true, ctx)
-                       : pow_stepped_row_avx2_f32_exponent_3(out, 4, self_p, 8, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f32_exponent_3(out, 4, self_p, 8, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f32_exponent_3(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? pow_stepped_row_avx2_f32_exponent_3(out, 4, self_p, 12, n, true, ctx)
-                       : pow_stepped_row_avx2_f32_exponent_3(out, 4, self_p, 12, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f32_exponent_3(out, 4, self_p, 12, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f32_exponent_3(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_avx2_f32_exponent_3(out, 8, self_p, 4, n, false, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_3(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_3(out, 8, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_3(out, 8, self_p, 8, n, false, fetch, ctx);
         else
             i = pow_stepped_row_avx2_f32_exponent_3(out, out_step, self_p, self_step, n, stream,
-                                                    ctx);
+                                                    fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5072,13 +5119,13 @@ pow_blocks_f32_exponent_m1(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f32_exponent_m1(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, bool stream, const void *ctx)
+                                int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5095,7 +5142,8 @@ pow_stepped_row_f32_exponent_m1(char *out, int64_t out_step, const char *self_p,
 
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_m1(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5105,17 +5153,18 @@ pow_stepped_f32_exponent_m1(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? pow_stepped_row_f32_exponent_m1(out, 4, self_p, 8, n, true, ctx)
-                       : pow_stepped_row_f32_exponent_m1(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_m1(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : pow_stepped_row_f32_exponent_m1(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? pow_stepped_row_f32_exponent_m1(out, 4, self_p, 12, n, true, ctx)
-                       : pow_stepped_row_f32_exponent_m1(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_m1(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : pow_stepped_row_f32_exponent_m1(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_f32_exponent_m1(out, 8, self_p, 4, n, false, ctx);
+            i = pow_stepped_row_f32_exponent_m1(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_m1(out, 8, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_f32_exponent_m1(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = pow_stepped_row_f32_exponent_m1(out, out_step, self_p, self_step, n, stream, ctx);
+            i = pow_stepped_row_f32_exponent_m1(out, out_step, self_p, self_step, n, stream, fetch,
+                                                ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5126,13 +5175,14 @@ pow_stepped_f32_exponent_m1(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f32_exponent_m1(char *out, int64_t out_step, const char *self_p,
-                                     int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                     int64_t self_step, int64_t n, bool stream, bool fetch,
+                                     const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5149,7 +5199,7 @@ pow_stepped_row_avx2_f32_exponent_m1(char *out, int64_t out_step, const char *se
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f32_exponent_m1(char **data, const int64_t *strides, int64_t n,
-                                 const int64_t *row_strides, int64_t rows, bool stream,
+                                 const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -5160,18 +5210,21 @@ pow_stepped_avx2_f32_exponent_m1(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? pow_stepped_row_avx2_f32_exponent_m1(out, 4, self_p, 8, n, true, ctx)
-                       : pow_stepped_row_avx2_f32_exponent_m1(out, 4, self_p, 8, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f32_exponent_m1(out, 4, self_p, 8, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f32_exponent_m1(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? pow_stepped_row_avx2_f32_exponent_m1(out, 4, self_p, 12, n, true, ctx)
-                       : pow_stepped_row_avx2_f32_exponent_m1(out, 4, self_p, 12, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f32_exponent_m1(out, 4, self_p, 12, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f32_exponent_m1(out, 4, self_p, 12, n, false, fetch,
+                                                           ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_avx2_f32_exponent_m1(out, 8, self_p, 4, n, false, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_m1(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_m1(out, 8, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_m1(out, 8, self_p, 8, n, false, fetch, ctx);
         else
             i = pow_stepped_row_avx2_f32_exponent_m1(out, out_step, self_p, self_step, n, stream,
-                                                     ctx);
+                                                     fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5221,13 +5274,13 @@ pow_blocks_f32_exponent_m2(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f32_exponent_m2(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, bool stream, const void *ctx)
+                                int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5244,7 +5297,8 @@ pow_stepped_row_f32_exponent_m2(char *out, int64_t out_step, const char *self_p,
 
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_m2(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5254,17 +5308,18 @@ pow_stepped_f32_exponent_m2(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? pow_stepped_row_f32_exponent_m2(out, 4, self_p, 8, n, true, ctx)
-                       : pow_stepped_row_f32_exponent_m2(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_m2(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : pow_stepped_row_f32_exponent_m2(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? pow_stepped_row_f32_exponent_m2(out, 4, self_p, 12, n, true, ctx)
-                       : pow_stepped_row_f32_exponent_m2(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_m2(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : pow_stepped_row_f32_exponent_m2(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_f32_exponent_m2(out, 8, self_p, 4, n, false, ctx);
+            i = pow_stepped_row_f32_exponent_m2(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_m2(out, 8, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_f32_exponent_m2(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = pow_stepped_row_f32_exponent_m2(out, out_step, self_p, self_step, n, stream, ctx);
+            i = pow_stepped_row_f32_exponent_m2(out, out_step, self_p, self_step, n, stream, fetch,
+                                                ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5275,13 +5330,14 @@ pow_stepped_f32_exponent_m2(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f32_exponent_m2(char *out, int64_t out_step, const char *self_p,
-                                     int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                     int64_t self_step, int64_t n, bool stream, bool fetch,
+                                     const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5298,7 +5354,7 @@ pow_stepped_row_avx2_f32_exponent_m2(char *out, int64_t out_step, const char *se
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f32_exponent_m2(char **data, const int64_t *strides, int64_t n,
-                                 const int64_t *row_strides, int64_t rows, bool stream,
+                                 const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -5309,18 +5365,21 @@ pow_stepped_avx2_f32_exponent_m2(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? pow_stepped_row_avx2_f32_exponent_m2(out, 4, self_p, 8, n, true, ctx)
-                       : pow_stepped_row_avx2_f32_exponent_m2(out, 4, self_p, 8, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f32_exponent_m2(out, 4, self_p, 8, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f32_exponent_m2(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? pow_stepped_row_avx2_f32_exponent_m2(out, 4, self_p, 12, n, true, ctx)
-                       : pow_stepped_row_avx2_f32_exponent_m2(out, 4, self_p, 12, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f32_exponent_m2(out, 4, self_p, 12, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f32_exponent_m2(out, 4, self_p, 12, n, false, fetch,
+                                                           ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_avx2_f32_exponent_m2(out, 8, self_p, 4, n, false, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_m2(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_m2(out, 8, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_m2(out, 8, self_p, 8, n, false, fetch, ctx);
         else
             i = pow_stepped_row_avx2_f32_exponent_m2(out, out_step, self_p, self_step, n, stream,
-                                                     ctx);
+                                                     fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5370,13 +5429,13 @@ pow_blocks_f32_exponent_0_5(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f32_exponent_0_5(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                 int64_t n, bool stream, const void *ctx)
+                                 int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5393,7 +5452,8 @@ pow_stepped_row_f32_exponent_0_5(char *out, int64_t out_step, const char *self_p
 
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_0_5(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                             const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5403,17 +5463,18 @@ pow_stepped_f32_exponent_0_5(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? pow_stepped_row_f32_exponent_0_5(out, 4, self_p, 8, n, true, ctx)
-                       : pow_stepped_row_f32_exponent_0_5(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_0_5(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : pow_stepped_row_f32_exponent_0_5(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? pow_stepped_row_f32_exponent_0_5(out, 4, self_p, 12, n, true, ctx)
-                       : pow_stepped_row_f32_exponent_0_5(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_0_5(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : pow_stepped_row_f32_exponent_0_5(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_f32_exponent_0_5(out, 8, self_p, 4, n, false, ctx);
+            i = pow_stepped_row_f32_exponent_0_5(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_0_5(out, 8, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_f32_exponent_0_5(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = pow_stepped_row_f32_exponent_0_5(out, out_step, self_p, self_step, n, stream, ctx);
+            i = pow_stepped_row_f32_exponent_0_5(out, out_step, self_p, self_step, n, stream, fetch,
+                                                 ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5424,13 +5485,14 @@ pow_stepped_f32_exponent_0_5(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f32_exponent_0_5(char *out, int64_t out_step, const char *self_p,
-                                      int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                      int64_t self_step, int64_t n, bool stream, bool fetch,
+                                      const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5447,7 +5509,7 @@ pow_stepped_row_avx2_f32_exponent_0_5(char *out, int64_t out_step, const char *s
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f32_exponent_0_5(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -5458,18 +5520,22 @@ pow_stepped_avx2_f32_exponent_0_5(char **data, const int64_t *strides, int64_t n
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? pow_stepped_row_avx2_f32_exponent_0_5(out, 4, self_p, 8, n, true, ctx)
-                       : pow_stepped_row_avx2_f32_exponent_0_5(out, 4, self_p, 8, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f32_exponent_0_5(out, 4, self_p, 8, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f32_exponent_0_5(out, 4, self_p, 8, n, false, fetch,
+                                                            ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? pow_stepped_row_avx2_f32_exponent_0_5(out, 4, self_p, 12, n, true, ctx)
-                       : pow_stepped_row_avx2_f32_exponent_0_5(out, 4, self_p, 12, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f32_exponent_0_5(out, 4, self_p, 12, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f32_exponent_0_5(out, 4, self_p, 12, n, false, fetch,
+                                                            ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_avx2_f32_exponent_0_5(out, 8, self_p, 4, n, false, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_0_5(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_0_5(out, 8, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_0_5(out, 8, self_p, 8, n, false, fetch, ctx);
         else
             i = pow_stepped_row_avx2_f32_exponent_0_5(out, out_step, self_p, self_step, n, stream,
-                                                      ctx);
+                                                      fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5519,13 +5585,14 @@ pow_blocks_f32_exponent_m0_5(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f32_exponent_m0_5(char *out, int64_t out_step, const char *self_p,
-                                  int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                  int64_t self_step, int64_t n, bool stream, bool fetch,
+                                  const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5542,7 +5609,7 @@ pow_stepped_row_f32_exponent_m0_5(char *out, int64_t out_step, const char *self_
 
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, bool stream,
+                              const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                               const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -5553,17 +5620,19 @@ pow_stepped_f32_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? pow_stepped_row_f32_exponent_m0_5(out, 4, self_p, 8, n, true, ctx)
-                       : pow_stepped_row_f32_exponent_m0_5(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_m0_5(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : pow_stepped_row_f32_exponent_m0_5(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? pow_stepped_row_f32_exponent_m0_5(out, 4, self_p, 12, n, true, ctx)
-                       : pow_stepped_row_f32_exponent_m0_5(out, 4, self_p, 12, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_f32_exponent_m0_5(out, 4, self_p, 12, n, true, fetch, ctx)
+                    : pow_stepped_row_f32_exponent_m0_5(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_f32_exponent_m0_5(out, 8, self_p, 4, n, false, ctx);
+            i = pow_stepped_row_f32_exponent_m0_5(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_m0_5(out, 8, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_f32_exponent_m0_5(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = pow_stepped_row_f32_exponent_m0_5(out, out_step, self_p, self_step, n, stream, ctx);
+            i = pow_stepped_row_f32_exponent_m0_5(out, out_step, self_p, self_step, n, stream,
+                                                  fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5574,13 +5643,14 @@ pow_stepped_f32_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f32_exponent_m0_5(char *out, int64_t out_step, const char *self_p,
-                                       int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                       int64_t self_step, int64_t n, bool stream, bool fetch,
+                                       const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5598,7 +5668,7 @@ pow_stepped_row_avx2_f32_exponent_m0_5(char *out, int64_t out_step, const char *
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f32_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, bool stream,
-                                   const void *ctx)
+                                   bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5608,18 +5678,22 @@ pow_stepped_avx2_f32_exponent_m0_5(char **data, const int64_t *strides, int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? pow_stepped_row_avx2_f32_exponent_m0_5(out, 4, self_p, 8, n, true, ctx)
-                       : pow_stepped_row_avx2_f32_exponent_m0_5(out, 4, self_p, 8, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f32_exponent_m0_5(out, 4, self_p, 8, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f32_exponent_m0_5(out, 4, self_p, 8, n, false, fetch,
+                                                             ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? pow_stepped_row_avx2_f32_exponent_m0_5(out, 4, self_p, 12, n, true, ctx)
-                       : pow_stepped_row_avx2_f32_exponent_m0_5(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? pow_stepped_row_avx2_f32_exponent_m0_5(out, 4, self_p, 12, n, true, fetch,
+                                                                ctx)
+                       : pow_stepped_row_avx2_f32_exponent_m0_5(out, 4, self_p, 12, n, false, fetch,
+                                                                ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_avx2_f32_exponent_m0_5(out, 8, self_p, 4, n, false, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_m0_5(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_m0_5(out, 8, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_m0_5(out, 8, self_p, 8, n, false, fetch, ctx);
         else
             i = pow_stepped_row_avx2_f32_exponent_m0_5(out, out_step, self_p, self_step, n, stream,
-                                                       ctx);
+                                                       fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5669,13 +5743,13 @@ pow_blocks_f32_exponent_1(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f32_exponent_1(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, bool stream, const void *ctx)
+                               int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5692,7 +5766,8 @@ pow_stepped_row_f32_exponent_1(char *out, int64_t out_step, const char *self_p, 
 
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_1(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                           const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5702,17 +5777,18 @@ pow_stepped_f32_exponent_1(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? pow_stepped_row_f32_exponent_1(out, 4, self_p, 8, n, true, ctx)
-                       : pow_stepped_row_f32_exponent_1(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_1(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : pow_stepped_row_f32_exponent_1(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? pow_stepped_row_f32_exponent_1(out, 4, self_p, 12, n, true, ctx)
-                       : pow_stepped_row_f32_exponent_1(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_1(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : pow_stepped_row_f32_exponent_1(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_f32_exponent_1(out, 8, self_p, 4, n, false, ctx);
+            i = pow_stepped_row_f32_exponent_1(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_1(out, 8, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_f32_exponent_1(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = pow_stepped_row_f32_exponent_1(out, out_step, self_p, self_step, n, stream, ctx);
+            i = pow_stepped_row_f32_exponent_1(out, out_step, self_p, self_step, n, stream, fetch,
+                                               ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5723,13 +5799,14 @@ pow_stepped_f32_exponent_1(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f32_exponent_1(char *out, int64_t out_step, const char *self_p,
-                                    int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                    int64_t self_step, int64_t n, bool stream, bool fetch,
+                                    const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5746,7 +5823,7 @@ pow_stepped_row_avx2_f32_exponent_1(char *out, int64_t out_step, const char *sel
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f32_exponent_1(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -5757,18 +5834,20 @@ pow_stepped_avx2_f32_exponent_1(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? pow_stepped_row_avx2_f32_exponent_1(out, 4, self_p, 8, n, true, ctx)
-                       : pow_stepped_row_avx2_f32_exponent_1(out, 4, self_p, 8, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f32_exponent_1(out, 4, self_p, 8, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f32_exponent_1(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? pow_stepped_row_avx2_f32_exponent_1(out, 4, self_p, 12, n, true, ctx)
-                       : pow_stepped_row_avx2_f32_exponent_1(out, 4, self_p, 12, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f32_exponent_1(out, 4, self_p, 12, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f32_exponent_1(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_avx2_f32_exponent_1(out, 8, self_p, 4, n, false, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_1(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_1(out, 8, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_1(out, 8, self_p, 8, n, false, fetch, ctx);
         else
             i = pow_stepped_row_avx2_f32_exponent_1(out, out_step, self_p, self_step, n, stream,
-                                                    ctx);
+                                                    fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5821,14 +5900,14 @@ pow_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    bool stream, const void *ctx)
+                    bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float exponent = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5845,7 +5924,7 @@ pow_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 pow_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5855,17 +5934,17 @@ pow_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? pow_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : pow_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? pow_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : pow_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? pow_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : pow_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? pow_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : pow_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = pow_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = pow_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = pow_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5876,14 +5955,14 @@ pow_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, bool stream, const void *ctx)
+                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float exponent = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5900,7 +5979,7 @@ pow_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5910,17 +5989,17 @@ pow_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? pow_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : pow_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? pow_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : pow_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? pow_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : pow_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? pow_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : pow_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = pow_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = pow_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = pow_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5970,13 +6049,13 @@ pow_blocks_f64_exponent_2(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f64_exponent_2(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, bool stream, const void *ctx)
+                               int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -5993,7 +6072,8 @@ pow_stepped_row_f64_exponent_2(char *out, int64_t out_step, const char *self_p, 
 
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_2(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                           const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6003,17 +6083,18 @@ pow_stepped_f64_exponent_2(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? pow_stepped_row_f64_exponent_2(out, 8, self_p, 16, n, true, ctx)
-                       : pow_stepped_row_f64_exponent_2(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_2(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : pow_stepped_row_f64_exponent_2(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? pow_stepped_row_f64_exponent_2(out, 8, self_p, 24, n, true, ctx)
-                       : pow_stepped_row_f64_exponent_2(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_2(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : pow_stepped_row_f64_exponent_2(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_f64_exponent_2(out, 16, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_f64_exponent_2(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_2(out, 16, self_p, 16, n, false, ctx);
+            i = pow_stepped_row_f64_exponent_2(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = pow_stepped_row_f64_exponent_2(out, out_step, self_p, self_step, n, stream, ctx);
+            i = pow_stepped_row_f64_exponent_2(out, out_step, self_p, self_step, n, stream, fetch,
+                                               ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6024,13 +6105,14 @@ pow_stepped_f64_exponent_2(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f64_exponent_2(char *out, int64_t out_step, const char *self_p,
-                                    int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                    int64_t self_step, int64_t n, bool stream, bool fetch,
+                                    const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -6047,7 +6129,7 @@ pow_stepped_row_avx2_f64_exponent_2(char *out, int64_t out_step, const char *sel
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f64_exponent_2(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -6058,18 +6140,20 @@ pow_stepped_avx2_f64_exponent_2(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? pow_stepped_row_avx2_f64_exponent_2(out, 8, self_p, 16, n, true, ctx)
-                       : pow_stepped_row_avx2_f64_exponent_2(out, 8, self_p, 16, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f64_exponent_2(out, 8, self_p, 16, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f64_exponent_2(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? pow_stepped_row_avx2_f64_exponent_2(out, 8, self_p, 24, n, true, ctx)
-                       : pow_stepped_row_avx2_f64_exponent_2(out, 8, self_p, 24, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f64_exponent_2(out, 8, self_p, 24, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f64_exponent_2(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_avx2_f64_exponent_2(out, 16, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_2(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_2(out, 16, self_p, 16, n, false, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_2(out, 16, self_p, 16, n, false, fetch, ctx);
         else
             i = pow_stepped_row_avx2_f64_exponent_2(out, out_step, self_p, self_step, n, stream,
-                                                    ctx);
+                                                    fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6119,13 +6203,13 @@ pow_blocks_f64_exponent_3(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f64_exponent_3(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, bool stream, const void *ctx)
+                               int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -6142,7 +6226,8 @@ pow_stepped_row_f64_exponent_3(char *out, int64_t out_step, const char *self_p, 
 
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_3(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                           const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6152,17 +6237,18 @@ pow_stepped_f64_exponent_3(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? pow_stepped_row_f64_exponent_3(out, 8, self_p, 16, n, true, ctx)
-                       : pow_stepped_row_f64_exponent_3(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_3(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : pow_stepped_row_f64_exponent_3(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? pow_stepped_row_f64_exponent_3(out, 8, self_p, 24, n, true, ctx)
-                       : pow_stepped_row_f64_exponent_3(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_3(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : pow_stepped_row_f64_exponent_3(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_f64_exponent_3(out, 16, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_f64_exponent_3(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_3(out, 16, self_p, 16, n, false, ctx);
+            i = pow_stepped_row_f64_exponent_3(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = pow_stepped_row_f64_exponent_3(out, out_step, self_p, self_step, n, stream, ctx);
+            i = pow_stepped_row_f64_exponent_3(out, out_step, self_p, self_step, n, stream, fetch,
+                                               ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6173,13 +6259,14 @@ pow_stepped_f64_exponent_3(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f64_exponent_3(char *out, int64_t out_step, const char *self_p,
-                                    int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                    int64_t self_step, int64_t n, bool stream, bool fetch,
+                                    const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -6196,7 +6283,7 @@ pow_stepped_row_avx2_f64_exponent_3(char *out, int64_t out_step, const char *sel
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f64_exponent_3(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -6207,18 +6294,20 @@ pow_stepped_avx2_f64_exponent_3(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? pow_stepped_row_avx2_f64_exponent_3(out, 8, self_p, 16, n, true, ctx)
-                       : pow_stepped_row_avx2_f64_exponent_3(out, 8, self_p, 16, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f64_exponent_3(out, 8, self_p, 16, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f64_exponent_3(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? pow_stepped_row_avx2_f64_exponent_3(out, 8, self_p, 24, n, true, ctx)
-                       : pow_stepped_row_avx2_f64_exponent_3(out, 8, self_p, 24, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f64_exponent_3(out, 8, self_p, 24, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f64_exponent_3(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_avx2_f64_exponent_3(out, 16, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_3(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_3(out, 16, self_p, 16, n, false, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_3(out, 16, self_p, 16, n, false, fetch, ctx);
         else
             i = pow_stepped_row_avx2_f64_exponent_3(out, out_step, self_p, self_step, n, stream,
-                                                    ctx);
+                                                    fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6268,13 +6357,13 @@ pow_blocks_f64_exponent_m1(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f64_exponent_m1(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, bool stream, const void *ctx)
+                                int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -6291,7 +6380,8 @@ pow_stepped_row_f64_exponent_m1(char *out, int64_t out_step, const char *self_p,
 
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_m1(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6301,17 +6391,18 @@ pow_stepped_f64_exponent_m1(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? pow_stepped_row_f64_exponent_m1(out, 8, self_p, 16, n, true, ctx)
-                       : pow_stepped_row_f64_exponent_m1(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_m1(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : pow_stepped_row_f64_exponent_m1(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? pow_stepped_row_f64_exponent_m1(out, 8, self_p, 24, n, true, ctx)
-                       : pow_stepped_row_f64_exponent_m1(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_m1(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : pow_stepped_row_f64_exponent_m1(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_f64_exponent_m1(out, 16, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_f64_exponent_m1(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_m1(out, 16, self_p, 16, n, false, ctx);
+            i = pow_stepped_row_f64_exponent_m1(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = pow_stepped_row_f64_exponent_m1(out, out_step, self_p, self_step, n, stream, ctx);
+            i = pow_stepped_row_f64_exponent_m1(out, out_step, self_p, self_step, n, stream, fetch,
+                                                ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6322,13 +6413,14 @@ pow_stepped_f64_exponent_m1(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f64_exponent_m1(char *out, int64_t out_step, const char *self_p,
-                                     int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                     int64_t self_step, int64_t n, bool stream, bool fetch,
+                                     const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -6345,7 +6437,7 @@ pow_stepped_row_avx2_f64_exponent_m1(char *out, int64_t out_step, const char *se
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f64_exponent_m1(char **data, const int64_t *strides, int64_t n,
-                                 const int64_t *row_strides, int64_t rows, bool stream,
+                                 const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -6356,18 +6448,22 @@ pow_stepped_avx2_f64_exponent_m1(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? pow_stepped_row_avx2_f64_exponent_m1(out, 8, self_p, 16, n, true, ctx)
-                       : pow_stepped_row_avx2_f64_exponent_m1(out, 8, self_p, 16, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f64_exponent_m1(out, 8, self_p, 16, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f64_exponent_m1(out, 8, self_p, 16, n, false, fetch,
+                                                           ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? pow_stepped_row_avx2_f64_exponent_m1(out, 8, self_p, 24, n, true, ctx)
-                       : pow_stepped_row_avx2_f64_exponent_m1(out, 8, self_p, 24, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f64_exponent_m1(out, 8, self_p, 24, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f64_exponent_m1(out, 8, self_p, 24, n, false, fetch,
+                                                           ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_avx2_f64_exponent_m1(out, 16, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_m1(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_m1(out, 16, self_p, 16, n, false, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_m1(out, 16, self_p, 16, n, false, fetch, ctx);
         else
             i = pow_stepped_row_avx2_f64_exponent_m1(out, out_step, self_p, self_step, n, stream,
-                                                     ctx);
+                                                     fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6417,13 +6513,13 @@ pow_blocks_f64_exponent_m2(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f64_exponent_m2(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, bool stream, const void *ctx)
+                                int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -6440,7 +6536,8 @@ pow_stepped_row_f64_exponent_m2(char *out, int64_t out_step, const char *self_p,
 
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_m2(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6450,17 +6547,18 @@ pow_stepped_f64_exponent_m2(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? pow_stepped_row_f64_exponent_m2(out, 8, self_p, 16, n, true, ctx)
-                       : pow_stepped_row_f64_exponent_m2(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_m2(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : pow_stepped_row_f64_exponent_m2(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? pow_stepped_row_f64_exponent_m2(out, 8, self_p, 24, n, true, ctx)
-                       : pow_stepped_row_f64_exponent_m2(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_m2(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : pow_stepped_row_f64_exponent_m2(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_f64_exponent_m2(out, 16, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_f64_exponent_m2(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_m2(out, 16, self_p, 16, n, false, ctx);
+            i = pow_stepped_row_f64_exponent_m2(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = pow_stepped_row_f64_exponent_m2(out, out_step, self_p, self_step, n, stream, ctx);
+            i = pow_stepped_row_f64_exponent_m2(out, out_step, self_p, self_step, n, stream, fetch,
+                                                ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6471,13 +6569,14 @@ pow_stepped_f64_exponent_m2(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f64_exponent_m2(char *out, int64_t out_step, const char *self_p,
-                                     int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                     int64_t self_step, int64_t n, bool stream, bool fetch,
+                                     const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -6494,7 +6593,7 @@ pow_stepped_row_avx2_f64_exponent_m2(char *out, int64_t out_step, const char *se
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f64_exponent_m2(char **data, const int64_t *strides, int64_t n,
-                                 const int64_t *row_strides, int64_t rows, bool stream,
+                                 const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -6505,18 +6604,22 @@ pow_stepped_avx2_f64_exponent_m2(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? pow_stepped_row_avx2_f64_exponent_m2(out, 8, self_p, 16, n, true, ctx)
-                       : pow_stepped_row_avx2_f64_exponent_m2(out, 8, self_p, 16, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f64_exponent_m2(out, 8, self_p, 16, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f64_exponent_m2(out, 8, self_p, 16, n, false, fetch,
+                                                           ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? pow_stepped_row_avx2_f64_exponent_m2(out, 8, self_p, 24, n, true, ctx)
-                       : pow_stepped_row_avx2_f64_exponent_m2(out, 8, self_p, 24, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f64_exponent_m2(out, 8, self_p, 24, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f64_exponent_m2(out, 8, self_p, 24, n, false, fetch,
+                                                           ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_avx2_f64_exponent_m2(out, 16, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_m2(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_m2(out, 16, self_p, 16, n, false, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_m2(out, 16, self_p, 16, n, false, fetch, ctx);
         else
             i = pow_stepped_row_avx2_f64_exponent_m2(out, out_step, self_p, self_step, n, stream,
-                                                     ctx);
+                                                     fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6566,13 +6669,13 @@ pow_blocks_f64_exponent_0_5(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f64_exponent_0_5(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                 int64_t n, bool stream, const void *ctx)
+                                 int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -6589,7 +6692,8 @@ pow_stepped_row_f64_exponent_0_5(char *out, int64_t out_step, const char *self_p
 
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_0_5(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                             const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6599,17 +6703,18 @@ pow_stepped_f64_exponent_0_5(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? pow_stepped_row_f64_exponent_0_5(out, 8, self_p, 16, n, true, ctx)
-                       : pow_stepped_row_f64_exponent_0_5(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_0_5(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : pow_stepped_row_f64_exponent_0_5(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? pow_stepped_row_f64_exponent_0_5(out, 8, self_p, 24, n, true, ctx)
-                       : pow_stepped_row_f64_exponent_0_5(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_0_5(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : pow_stepped_row_f64_exponent_0_5(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_f64_exponent_0_5(out, 16, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_f64_exponent_0_5(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_0_5(out, 16, self_p, 16, n, false, ctx);
+            i = pow_stepped_row_f64_exponent_0_5(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = pow_stepped_row_f64_exponent_0_5(out, out_step, self_p, self_step, n, stream, ctx);
+            i = pow_stepped_row_f64_exponent_0_5(out, out_step, self_p, self_step, n, stream, fetch,
+                                                 ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6620,13 +6725,14 @@ pow_stepped_f64_exponent_0_5(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f64_exponent_0_5(char *out, int64_t out_step, const char *self_p,
-                                      int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                      int64_t self_step, int64_t n, bool stream, bool fetch,
+                                      const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -6643,7 +6749,7 @@ pow_stepped_row_avx2_f64_exponent_0_5(char *out, int64_t out_step, const char *s
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f64_exponent_0_5(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -6654,18 +6760,22 @@ pow_stepped_avx2_f64_exponent_0_5(char **data, const int64_t *strides, int64_t n
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? pow_stepped_row_avx2_f64_exponent_0_5(out, 8, self_p, 16, n, true, ctx)
-                       : pow_stepped_row_avx2_f64_exponent_0_5(out, 8, self_p, 16, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f64_exponent_0_5(out, 8, self_p, 16, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f64_exponent_0_5(out, 8, self_p, 16, n, false, fetch,
+                                                            ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? pow_stepped_row_avx2_f64_exponent_0_5(out, 8, self_p, 24, n, true, ctx)
-                       : pow_stepped_row_avx2_f64_exponent_0_5(out, 8, self_p, 24, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f64_exponent_0_5(out, 8, self_p, 24, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f64_exponent_0_5(out, 8, self_p, 24, n, false, fetch,
+                                                            ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_avx2_f64_exponent_0_5(out, 16, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_0_5(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_0_5(out, 16, self_p, 16, n, false, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_0_5(out, 16, self_p, 16, n, false, fetch, ctx);
         else
             i = pow_stepped_row_avx2_f64_exponent_0_5(out, out_step, self_p, self_step, n, stream,
-                                                      ctx);
+                                                      fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6715,13 +6825,14 @@ pow_blocks_f64_exponent_m0_5(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f64_exponent_m0_5(char *out, int64_t out_step, const char *self_p,
-                                  int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                  int64_t self_step, int64_t n, bool stream, bool fetch,
+                                  const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -6738,7 +6849,7 @@ pow_stepped_row_f64_exponent_m0_5(char *out, int64_t out_step, const char *self_
 
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, bool stream,
+                              const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                               const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -6749,17 +6860,20 @@ pow_stepped_f64_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? pow_stepped_row_f64_exponent_m0_5(out, 8, self_p, 16, n, true, ctx)
-                       : pow_stepped_row_f64_exponent_m0_5(out, 8, self_p, 16, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_f64_exponent_m0_5(out, 8, self_p, 16, n, true, fetch, ctx)
+                    : pow_stepped_row_f64_exponent_m0_5(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? pow_stepped_row_f64_exponent_m0_5(out, 8, self_p, 24, n, true, ctx)
-                       : pow_stepped_row_f64_exponent_m0_5(out, 8, self_p, 24, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_f64_exponent_m0_5(out, 8, self_p, 24, n, true, fetch, ctx)
+                    : pow_stepped_row_f64_exponent_m0_5(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_f64_exponent_m0_5(out, 16, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_f64_exponent_m0_5(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_m0_5(out, 16, self_p, 16, n, false, ctx);
+            i = pow_stepped_row_f64_exponent_m0_5(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = pow_stepped_row_f64_exponent_m0_5(out, out_step, self_p, self_step, n, stream, ctx);
+            i = pow_stepped_row_f64_exponent_m0_5(out, out_step, self_p, self_step, n, stream,
+                                                  fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6770,13 +6884,14 @@ pow_stepped_f64_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f64_exponent_m0_5(char *out, int64_t out_step, const char *self_p,
-                                       int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                       int64_t self_step, int64_t n, bool stream, bool fetch,
+                                       const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -6794,7 +6909,7 @@ pow_stepped_row_avx2_f64_exponent_m0_5(char *out, int64_t out_step, const char *
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f64_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, bool stream,
-                                   const void *ctx)
+                                   bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6804,18 +6919,22 @@ pow_stepped_avx2_f64_exponent_m0_5(char **data, const int64_t *strides, int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? pow_stepped_row_avx2_f64_exponent_m0_5(out, 8, self_p, 16, n, true, ctx)
-                       : pow_stepped_row_avx2_f64_exponent_m0_5(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? pow_stepped_row_avx2_f64_exponent_m0_5(out, 8, self_p, 16, n, true, fetch,
+                                                                ctx)
+                       : pow_stepped_row_avx2_f64_exponent_m0_5(out, 8, self_p, 16, n, false, fetch,
+                                                                ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? pow_stepped_row_avx2_f64_exponent_m0_5(out, 8, self_p, 24, n, true, ctx)
-                       : pow_stepped_row_avx2_f64_exponent_m0_5(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? pow_stepped_row_avx2_f64_exponent_m0_5(out, 8, self_p, 24, n, true, fetch,
+                                                                ctx)
+                       : pow_stepped_row_avx2_f64_exponent_m0_5(out, 8, self_p, 24, n, false, fetch,
+                                                                ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_avx2_f64_exponent_m0_5(out, 16, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_m0_5(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_m0_5(out, 16, self_p, 16, n, false, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_m0_5(out, 16, self_p, 16, n, false, fetch, ctx);
         else
             i = pow_stepped_row_avx2_f64_exponent_m0_5(out, out_step, self_p, self_step, n, stream,
-                                                       ctx);
+                                                       fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6865,13 +6984,13 @@ pow_blocks_f64_exponent_1(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f64_exponent_1(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, bool stream, const void *ctx)
+                               int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -6888,7 +7007,8 @@ pow_stepped_row_f64_exponent_1(char *out, int64_t out_step, const char *self_p, 
 
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_1(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                           const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6898,17 +7018,18 @@ pow_stepped_f64_exponent_1(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? pow_stepped_row_f64_exponent_1(out, 8, self_p, 16, n, true, ctx)
-                       : pow_stepped_row_f64_exponent_1(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_1(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : pow_stepped_row_f64_exponent_1(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? pow_stepped_row_f64_exponent_1(out, 8, self_p, 24, n, true, ctx)
-                       : pow_stepped_row_f64_exponent_1(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_1(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : pow_stepped_row_f64_exponent_1(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_f64_exponent_1(out, 16, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_f64_exponent_1(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_1(out, 16, self_p, 16, n, false, ctx);
+            i = pow_stepped_row_f64_exponent_1(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = pow_stepped_row_f64_exponent_1(out, out_step, self_p, self_step, n, stream, ctx);
+            i = pow_stepped_row_f64_exponent_1(out, out_step, self_p, self_step, n, stream, fetch,
+                                               ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6919,13 +7040,14 @@ pow_stepped_f64_exponent_1(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f64_exponent_1(char *out, int64_t out_step, const char *self_p,
-                                    int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                    int64_t self_step, int64_t n, bool stream, bool fetch,
+                                    const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -6942,7 +7064,7 @@ pow_stepped_row_avx2_f64_exponent_1(char *out, int64_t out_step, const char *sel
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f64_exponent_1(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -6953,18 +7075,20 @@ pow_stepped_avx2_f64_exponent_1(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? pow_stepped_row_avx2_f64_exponent_1(out, 8, self_p, 16, n, true, ctx)
-                       : pow_stepped_row_avx2_f64_exponent_1(out, 8, self_p, 16, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f64_exponent_1(out, 8, self_p, 16, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f64_exponent_1(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? pow_stepped_row_avx2_f64_exponent_1(out, 8, self_p, 24, n, true, ctx)
-                       : pow_stepped_row_avx2_f64_exponent_1(out, 8, self_p, 24, n, false, ctx);
+            i = stream
+                    ? pow_stepped_row_avx2_f64_exponent_1(out, 8, self_p, 24, n, true, fetch, ctx)
+                    : pow_stepped_row_avx2_f64_exponent_1(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_avx2_f64_exponent_1(out, 16, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_1(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_1(out, 16, self_p, 16, n, false, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_1(out, 16, self_p, 16, n, false, fetch, ctx);
         else
             i = pow_stepped_row_avx2_f64_exponent_1(out, out_step, self_p, self_step, n, stream,
-                                                    ctx);
+                                                    fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7017,14 +7141,14 @@ pow_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    bool stream, const void *ctx)
+                    bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double exponent = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -7041,7 +7165,7 @@ pow_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 pow_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7051,17 +7175,17 @@ pow_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? pow_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : pow_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? pow_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : pow_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? pow_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : pow_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? pow_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : pow_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = pow_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = pow_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = pow_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7072,14 +7196,14 @@ pow_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, bool stream, const void *ctx)
+                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double exponent = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -7096,7 +7220,7 @@ pow_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7106,17 +7230,17 @@ pow_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? pow_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : pow_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? pow_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : pow_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? pow_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : pow_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? pow_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : pow_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = pow_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = pow_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = pow_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = pow_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7809,15 +7933,15 @@ pow_tensor_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_tensor_tensor_stepped_row_f32(char *out, int64_t out_step, const char *self_p,
                                   int64_t self_step, const char *exponent_p, int64_t exponent_step,
-                                  int64_t n, bool stream, const void *ctx)
+                                  int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], exponent_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(exponent_lanes, exponent_p + i * exponent_step, exponent_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -7835,7 +7959,7 @@ pow_tensor_tensor_stepped_row_f32(char *out, int64_t out_step, const char *self_
 
 YT__STEPPED_TARGET static void
 pow_tensor_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, bool stream,
+                              const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                               const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -7849,31 +7973,33 @@ pow_tensor_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 4 && self_step == 8 && exponent_step == 4)
             i = stream ? pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 8, exponent_p, 4, n,
-                                                           true, ctx)
+                                                           true, fetch, ctx)
                        : pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 8, exponent_p, 4, n,
-                                                           false, ctx);
+                                                           false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && exponent_step == 4)
             i = stream ? pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 12, exponent_p, 4, n,
-                                                           true, ctx)
+                                                           true, fetch, ctx)
                        : pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 12, exponent_p, 4, n,
-                                                           false, ctx);
+                                                           false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && exponent_step == 8)
             i = stream ? pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 4, exponent_p, 8, n,
-                                                           true, ctx)
+                                                           true, fetch, ctx)
                        : pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 4, exponent_p, 8, n,
-                                                           false, ctx);
+                                                           false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && exponent_step == 12)
             i = stream ? pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 4, exponent_p, 12, n,
-                                                           true, ctx)
+                                                           true, fetch, ctx)
                        : pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 4, exponent_p, 12, n,
-                                                           false, ctx);
+                                                           false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && exponent_step == 4)
-            i = pow_tensor_tensor_stepped_row_f32(out, 8, self_p, 4, exponent_p, 4, n, false, ctx);
+            i = pow_tensor_tensor_stepped_row_f32(out, 8, self_p, 4, exponent_p, 4, n, false, fetch,
+                                                  ctx);
         else if (out_step == 8 && self_step == 8 && exponent_step == 4)
-            i = pow_tensor_tensor_stepped_row_f32(out, 8, self_p, 8, exponent_p, 4, n, false, ctx);
+            i = pow_tensor_tensor_stepped_row_f32(out, 8, self_p, 8, exponent_p, 4, n, false, fetch,
+                                                  ctx);
         else
             i = pow_tensor_tensor_stepped_row_f32(out, out_step, self_p, self_step, exponent_p,
-                                                  exponent_step, n, stream, ctx);
+                                                  exponent_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -7885,7 +8011,7 @@ pow_tensor_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_tensor_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
                                        int64_t self_step, const char *exponent_p,
-                                       int64_t exponent_step, int64_t n, bool stream,
+                                       int64_t exponent_step, int64_t n, bool stream, bool fetch,
                                        const void *ctx)
 {
     (void)ctx;
@@ -7893,8 +8019,9 @@ pow_tensor_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], exponent_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(exponent_lanes, exponent_p + i * exponent_step, exponent_step,
+                                fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -7913,7 +8040,7 @@ pow_tensor_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *
 YT__STEPPED_AVX2_TARGET static void
 pow_tensor_tensor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, bool stream,
-                                   const void *ctx)
+                                   bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7926,33 +8053,33 @@ pow_tensor_tensor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t 
         int64_t i;
         if (out_step == 4 && self_step == 8 && exponent_step == 4)
             i = stream ? pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, exponent_p, 4, n,
-                                                                true, ctx)
+                                                                true, fetch, ctx)
                        : pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, exponent_p, 4, n,
-                                                                false, ctx);
+                                                                false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && exponent_step == 4)
             i = stream ? pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, exponent_p, 4,
-                                                                n, true, ctx)
+                                                                n, true, fetch, ctx)
                        : pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, exponent_p, 4,
-                                                                n, false, ctx);
+                                                                n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && exponent_step == 8)
             i = stream ? pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, exponent_p, 8, n,
-                                                                true, ctx)
+                                                                true, fetch, ctx)
                        : pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, exponent_p, 8, n,
-                                                                false, ctx);
+                                                                false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && exponent_step == 12)
             i = stream ? pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, exponent_p, 12,
-                                                                n, true, ctx)
+                                                                n, true, fetch, ctx)
                        : pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, exponent_p, 12,
-                                                                n, false, ctx);
+                                                                n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && exponent_step == 4)
             i = pow_tensor_tensor_stepped_row_avx2_f32(out, 8, self_p, 4, exponent_p, 4, n, false,
-                                                       ctx);
+                                                       fetch, ctx);
         else if (out_step == 8 && self_step == 8 && exponent_step == 4)
             i = pow_tensor_tensor_stepped_row_avx2_f32(out, 8, self_p, 8, exponent_p, 4, n, false,
-                                                       ctx);
+                                                       fetch, ctx);
         else
             i = pow_tensor_tensor_stepped_row_avx2_f32(out, out_step, self_p, self_step, exponent_p,
-                                                       exponent_step, n, stream, ctx);
+                                                       exponent_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -8029,15 +8156,15 @@ pow_tensor_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_tensor_tensor_stepped_row_f64(char *out, int64_t out_step, const char *self_p,
                                   int64_t self_step, const char *exponent_p, int64_t exponent_step,
-                                  int64_t n, bool stream, const void *ctx)
+                                  int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], exponent_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(exponent_lanes, exponent_p + i * exponent_step, exponent_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -8055,7 +8182,7 @@ pow_tensor_tensor_stepped_row_f64(char *out, int64_t out_step, const char *self_
 
 YT__STEPPED_TARGET static void
 pow_tensor_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, bool stream,
+                              const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                               const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -8069,32 +8196,33 @@ pow_tensor_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 8 && self_step == 16 && exponent_step == 8)
             i = stream ? pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 16, exponent_p, 8, n,
-                                                           true, ctx)
+                                                           true, fetch, ctx)
                        : pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 16, exponent_p, 8, n,
-                                                           false, ctx);
+                                                           false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && exponent_step == 8)
             i = stream ? pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 24, exponent_p, 8, n,
-                                                           true, ctx)
+                                                           true, fetch, ctx)
                        : pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 24, exponent_p, 8, n,
-                                                           false, ctx);
+                                                           false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && exponent_step == 16)
             i = stream ? pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 8, exponent_p, 16, n,
-                                                           true, ctx)
+                                                           true, fetch, ctx)
                        : pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 8, exponent_p, 16, n,
-                                                           false, ctx);
+                                                           false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && exponent_step == 24)
             i = stream ? pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 8, exponent_p, 24, n,
-                                                           true, ctx)
+                                                           true, fetch, ctx)
                        : pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 8, exponent_p, 24, n,
-                                                           false, ctx);
+                                                           false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && exponent_step == 8)
-            i = pow_tensor_tensor_stepped_row_f64(out, 16, self_p, 8, exponent_p, 8, n, false, ctx);
+            i = pow_tensor_tensor_stepped_row_f64(out, 16, self_p, 8, exponent_p, 8, n, false,
+                                                  fetch, ctx);
         else if (out_step == 16 && self_step == 16 && exponent_step == 8)
             i = pow_tensor_tensor_stepped_row_f64(out, 16, self_p, 16, exponent_p, 8, n, false,
-                                                  ctx);
+                                                  fetch, ctx);
         else
             i = pow_tensor_tensor_stepped_row_f64(out, out_step, self_p, self_step, exponent_p,
-                                                  exponent_step, n, stream, ctx);
+                                                  exponent_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -8106,7 +8234,7 @@ pow_tensor_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_tensor_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
                                        int64_t self_step, const char *exponent_p,
-                                       int64_t exponent_step, int64_t n, bool stream,
+                                       int64_t exponent_step, int64_t n, bool stream, bool fetch,
                                        const void *ctx)
 {
     (void)ctx;
@@ -8114,8 +8242,9 @@ pow_tensor_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], exponent_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(exponent_lanes, exponent_p + i * exponent_step, exponent_step,
+                                fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -8134,7 +8263,7 @@ pow_tensor_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *
 YT__STEPPED_AVX2_TARGET static void
 pow_tensor_tensor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, bool stream,
-                                   const void *ctx)
+                                   bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8147,33 +8276,33 @@ pow_tensor_tensor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t 
         int64_t i;
         if (out_step == 8 && self_step == 16 && exponent_step == 8)
             i = stream ? pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, exponent_p, 8,
-                                                                n, true, ctx)
+                                                                n, true, fetch, ctx)
                        : pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, exponent_p, 8,
-                                                                n, false, ctx);
+                                                                n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && exponent_step == 8)
             i = stream ? pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, exponent_p, 8,
-                                                                n, true, ctx)
+                                                                n, true, fetch, ctx)
                        : pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, exponent_p, 8,
-                                                                n, false, ctx);
+                                                                n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && exponent_step == 16)
             i = stream ? pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, exponent_p, 16,
-                                                                n, true, ctx)
+                                                                n, true, fetch, ctx)
                        : pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, exponent_p, 16,
-                                                                n, false, ctx);
+                                                                n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && exponent_step == 24)
             i = stream ? pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, exponent_p, 24,
-                                                                n, true, ctx)
+                                                                n, true, fetch, ctx)
                        : pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, exponent_p, 24,
-                                                                n, false, ctx);
+                                                                n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && exponent_step == 8)
             i = pow_tensor_tensor_stepped_row_avx2_f64(out, 16, self_p, 8, exponent_p, 8, n, false,
-                                                       ctx);
+                                                       fetch, ctx);
         else if (out_step == 16 && self_step == 16 && exponent_step == 8)
             i = pow_tensor_tensor_stepped_row_avx2_f64(out, 16, self_p, 16, exponent_p, 8, n, false,
-                                                       ctx);
+                                                       fetch, ctx);
         else
             i = pow_tensor_tensor_stepped_row_avx2_f64(out, out_step, self_p, self_step, exponent_p,
-                                                       exponent_step, n, stream, ctx);
+                                                       exponent_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -8558,14 +8687,15 @@ pow_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_scalar_stepped_row_f32(char *out, int64_t out_step, const char *exponent_p,
-                           int64_t exponent_step, int64_t n, bool stream, const void *ctx)
+                           int64_t exponent_step, int64_t n, bool stream, bool fetch,
+                           const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float self = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float exponent_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+        yt__lanes_load_f32(exponent_lanes, exponent_p + i * exponent_step, exponent_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float exponent = exponent_lanes[lane];
@@ -8582,7 +8712,7 @@ pow_scalar_stepped_row_f32(char *out, int64_t out_step, const char *exponent_p,
 
 YT__STEPPED_TARGET static void
 pow_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8592,18 +8722,18 @@ pow_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *exponent_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && exponent_step == 8)
-            i = stream ? pow_scalar_stepped_row_f32(out, 4, exponent_p, 8, n, true, ctx)
-                       : pow_scalar_stepped_row_f32(out, 4, exponent_p, 8, n, false, ctx);
+            i = stream ? pow_scalar_stepped_row_f32(out, 4, exponent_p, 8, n, true, fetch, ctx)
+                       : pow_scalar_stepped_row_f32(out, 4, exponent_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && exponent_step == 12)
-            i = stream ? pow_scalar_stepped_row_f32(out, 4, exponent_p, 12, n, true, ctx)
-                       : pow_scalar_stepped_row_f32(out, 4, exponent_p, 12, n, false, ctx);
+            i = stream ? pow_scalar_stepped_row_f32(out, 4, exponent_p, 12, n, true, fetch, ctx)
+                       : pow_scalar_stepped_row_f32(out, 4, exponent_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && exponent_step == 4)
-            i = pow_scalar_stepped_row_f32(out, 8, exponent_p, 4, n, false, ctx);
+            i = pow_scalar_stepped_row_f32(out, 8, exponent_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && exponent_step == 8)
-            i = pow_scalar_stepped_row_f32(out, 8, exponent_p, 8, n, false, ctx);
+            i = pow_scalar_stepped_row_f32(out, 8, exponent_p, 8, n, false, fetch, ctx);
         else
             i = pow_scalar_stepped_row_f32(out, out_step, exponent_p, exponent_step, n, stream,
-                                           ctx);
+                                           fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8614,14 +8744,16 @@ pow_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *exponent_p,
-                                int64_t exponent_step, int64_t n, bool stream, const void *ctx)
+                                int64_t exponent_step, int64_t n, bool stream, bool fetch,
+                                const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float self = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float exponent_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+        yt__lanes_load_f32_avx2(exponent_lanes, exponent_p + i * exponent_step, exponent_step,
+                                fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float exponent = exponent_lanes[lane];
@@ -8638,7 +8770,8 @@ pow_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *exponen
 
 YT__STEPPED_AVX2_TARGET static void
 pow_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8648,18 +8781,20 @@ pow_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *exponent_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && exponent_step == 8)
-            i = stream ? pow_scalar_stepped_row_avx2_f32(out, 4, exponent_p, 8, n, true, ctx)
-                       : pow_scalar_stepped_row_avx2_f32(out, 4, exponent_p, 8, n, false, ctx);
+            i = stream
+                    ? pow_scalar_stepped_row_avx2_f32(out, 4, exponent_p, 8, n, true, fetch, ctx)
+                    : pow_scalar_stepped_row_avx2_f32(out, 4, exponent_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && exponent_step == 12)
-            i = stream ? pow_scalar_stepped_row_avx2_f32(out, 4, exponent_p, 12, n, true, ctx)
-                       : pow_scalar_stepped_row_avx2_f32(out, 4, exponent_p, 12, n, false, ctx);
+            i = stream
+                    ? pow_scalar_stepped_row_avx2_f32(out, 4, exponent_p, 12, n, true, fetch, ctx)
+                    : pow_scalar_stepped_row_avx2_f32(out, 4, exponent_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && exponent_step == 4)
-            i = pow_scalar_stepped_row_avx2_f32(out, 8, exponent_p, 4, n, false, ctx);
+            i = pow_scalar_stepped_row_avx2_f32(out, 8, exponent_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && exponent_step == 8)
-            i = pow_scalar_stepped_row_avx2_f32(out, 8, exponent_p, 8, n, false, ctx);
+            i = pow_scalar_stepped_row_avx2_f32(out, 8, exponent_p, 8, n, false, fetch, ctx);
         else
             i = pow_scalar_stepped_row_avx2_f32(out, out_step, exponent_p, exponent_step, n, stream,
-                                                ctx);
+                                                fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8712,14 +8847,15 @@ pow_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_scalar_stepped_row_f64(char *out, int64_t out_step, const char *exponent_p,
-                           int64_t exponent_step, int64_t n, bool stream, const void *ctx)
+                           int64_t exponent_step, int64_t n, bool stream, bool fetch,
+                           const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double self = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double exponent_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+        yt__lanes_load_f64(exponent_lanes, exponent_p + i * exponent_step, exponent_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double exponent = exponent_lanes[lane];
@@ -8736,7 +8872,7 @@ pow_scalar_stepped_row_f64(char *out, int64_t out_step, const char *exponent_p,
 
 YT__STEPPED_TARGET static void
 pow_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8746,18 +8882,18 @@ pow_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *exponent_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && exponent_step == 16)
-            i = stream ? pow_scalar_stepped_row_f64(out, 8, exponent_p, 16, n, true, ctx)
-                       : pow_scalar_stepped_row_f64(out, 8, exponent_p, 16, n, false, ctx);
+            i = stream ? pow_scalar_stepped_row_f64(out, 8, exponent_p, 16, n, true, fetch, ctx)
+                       : pow_scalar_stepped_row_f64(out, 8, exponent_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && exponent_step == 24)
-            i = stream ? pow_scalar_stepped_row_f64(out, 8, exponent_p, 24, n, true, ctx)
-                       : pow_scalar_stepped_row_f64(out, 8, exponent_p, 24, n, false, ctx);
+            i = stream ? pow_scalar_stepped_row_f64(out, 8, exponent_p, 24, n, true, fetch, ctx)
+                       : pow_scalar_stepped_row_f64(out, 8, exponent_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && exponent_step == 8)
-            i = pow_scalar_stepped_row_f64(out, 16, exponent_p, 8, n, false, ctx);
+            i = pow_scalar_stepped_row_f64(out, 16, exponent_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && exponent_step == 16)
-            i = pow_scalar_stepped_row_f64(out, 16, exponent_p, 16, n, false, ctx);
+            i = pow_scalar_stepped_row_f64(out, 16, exponent_p, 16, n, false, fetch, ctx);
         else
             i = pow_scalar_stepped_row_f64(out, out_step, exponent_p, exponent_step, n, stream,
-                                           ctx);
+                                           fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8768,14 +8904,16 @@ pow_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *exponent_p,
-                                int64_t exponent_step, int64_t n, bool stream, const void *ctx)
+                                int64_t exponent_step, int64_t n, bool stream, bool fetch,
+                                const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double self = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double exponent_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+        yt__lanes_load_f64_avx2(exponent_lanes, exponent_p + i * exponent_step, exponent_step,
+                                fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double exponent = exponent_lanes[lane];
@@ -8792,7 +8930,8 @@ pow_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *exponen
 
 YT__STEPPED_AVX2_TARGET static void
 pow_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8802,18 +8941,20 @@ pow_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *exponent_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && exponent_step == 16)
-            i = stream ? pow_scalar_stepped_row_avx2_f64(out, 8, exponent_p, 16, n, true, ctx)
-                       : pow_scalar_stepped_row_avx2_f64(out, 8, exponent_p, 16, n, false, ctx);
+            i = stream
+                    ? pow_scalar_stepped_row_avx2_f64(out, 8, exponent_p, 16, n, true, fetch, ctx)
+                    : pow_scalar_stepped_row_avx2_f64(out, 8, exponent_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && exponent_step == 24)
-            i = stream ? pow_scalar_stepped_row_avx2_f64(out, 8, exponent_p, 24, n, true, ctx)
-                       : pow_scalar_stepped_row_avx2_f64(out, 8, exponent_p, 24, n, false, ctx);
+            i = stream
+                    ? pow_scalar_stepped_row_avx2_f64(out, 8, exponent_p, 24, n, true, fetch, ctx)
+                    : pow_scalar_stepped_row_avx2_f64(out, 8, exponent_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && exponent_step == 8)
-            i = pow_scalar_stepped_row_avx2_f64(out, 16, exponent_p, 8, n, false, ctx);
+            i = pow_scalar_stepped_row_avx2_f64(out, 16, exponent_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && exponent_step == 16)
-            i = pow_scalar_stepped_row_avx2_f64(out, 16, exponent_p, 16, n, false, ctx);
+            i = pow_scalar_stepped_row_avx2_f64(out, 16, exponent_p, 16, n, false, fetch, ctx);
         else
             i = pow_scalar_stepped_row_avx2_f64(out, out_step, exponent_p, exponent_step, n, stream,
-                                                ctx);
+                                                fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9441,7 +9582,7 @@ minimum_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 minimum_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                        const char *other_p, int64_t other_step, int64_t n, bool stream,
+                        const char *other_p, int64_t other_step, int64_t n, bool stream, bool fetch,
                         const void *ctx)
 {
     (void)ctx;
@@ -9449,8 +9590,8 @@ minimum_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -9468,7 +9609,7 @@ minimum_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t
 
 YT__STEPPED_TARGET static void
 minimum_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                    int64_t rows, bool stream, const void *ctx)
+                    int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9480,24 +9621,28 @@ minimum_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = stream ? minimum_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
-                       : minimum_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
+            i = stream
+                    ? minimum_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, fetch, ctx)
+                    : minimum_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = stream ? minimum_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
-                       : minimum_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
+            i = stream
+                    ? minimum_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, fetch, ctx)
+                    : minimum_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = stream ? minimum_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
-                       : minimum_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
+            i = stream
+                    ? minimum_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, fetch, ctx)
+                    : minimum_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = stream ? minimum_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
-                       : minimum_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
+            i = stream
+                    ? minimum_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, fetch, ctx)
+                    : minimum_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = minimum_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
+            i = minimum_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = minimum_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
+            i = minimum_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else
             i = minimum_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n,
-                                        stream, ctx);
+                                        stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -9509,15 +9654,15 @@ minimum_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 minimum_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                              const char *other_p, int64_t other_step, int64_t n, bool stream,
-                             const void *ctx)
+                             bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -9535,7 +9680,7 @@ minimum_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, in
 
 YT__STEPPED_AVX2_TARGET static void
 minimum_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, bool stream, const void *ctx)
+                         int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9547,26 +9692,32 @@ minimum_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const i
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = stream ? minimum_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
-                       : minimum_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
+            i = stream ? minimum_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, fetch,
+                                                      ctx)
+                       : minimum_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false,
+                                                      fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = stream
-                    ? minimum_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
-                    : minimum_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
+            i = stream ? minimum_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true,
+                                                      fetch, ctx)
+                       : minimum_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false,
+                                                      fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = stream ? minimum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
-                       : minimum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
+            i = stream ? minimum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, fetch,
+                                                      ctx)
+                       : minimum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false,
+                                                      fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = stream
-                    ? minimum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
-                    : minimum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
+            i = stream ? minimum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true,
+                                                      fetch, ctx)
+                       : minimum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false,
+                                                      fetch, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = minimum_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
+            i = minimum_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = minimum_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
+            i = minimum_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else
             i = minimum_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p, other_step,
-                                             n, stream, ctx);
+                                             n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -9640,7 +9791,7 @@ minimum_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 minimum_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                        const char *other_p, int64_t other_step, int64_t n, bool stream,
+                        const char *other_p, int64_t other_step, int64_t n, bool stream, bool fetch,
                         const void *ctx)
 {
     (void)ctx;
@@ -9648,8 +9799,8 @@ minimum_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -9667,7 +9818,7 @@ minimum_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t
 
 YT__STEPPED_TARGET static void
 minimum_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                    int64_t rows, bool stream, const void *ctx)
+                    int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9679,24 +9830,28 @@ minimum_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = stream ? minimum_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
-                       : minimum_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
+            i = stream
+                    ? minimum_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, fetch, ctx)
+                    : minimum_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = stream ? minimum_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
-                       : minimum_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
+            i = stream
+                    ? minimum_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, fetch, ctx)
+                    : minimum_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = stream ? minimum_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
-                       : minimum_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
+            i = stream
+                    ? minimum_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, fetch, ctx)
+                    : minimum_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = stream ? minimum_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
-                       : minimum_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
+            i = stream
+                    ? minimum_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, fetch, ctx)
+                    : minimum_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = minimum_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
+            i = minimum_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = minimum_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
+            i = minimum_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, fetch, ctx);
         else
             i = minimum_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n,
-                                        stream, ctx);
+                                        stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -9708,15 +9863,15 @@ minimum_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 minimum_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                              const char *other_p, int64_t other_step, int64_t n, bool stream,
-                             const void *ctx)
+                             bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -9734,7 +9889,7 @@ minimum_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, in
 
 YT__STEPPED_AVX2_TARGET static void
 minimum_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, bool stream, const void *ctx)
+                         int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9746,28 +9901,32 @@ minimum_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const i
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = stream
-                    ? minimum_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
-                    : minimum_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
+            i = stream ? minimum_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true,
+                                                      fetch, ctx)
+                       : minimum_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false,
+                                                      fetch, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = stream
-                    ? minimum_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
-                    : minimum_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
+            i = stream ? minimum_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true,
+                                                      fetch, ctx)
+                       : minimum_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false,
+                                                      fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = stream
-                    ? minimum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
-                    : minimum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
+            i = stream ? minimum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true,
+                                                      fetch, ctx)
+                       : minimum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false,
+                                                      fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = stream
-                    ? minimum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
-                    : minimum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
+            i = stream ? minimum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true,
+                                                      fetch, ctx)
+                       : minimum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false,
+                                                      fetch, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = minimum_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
+            i = minimum_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = minimum_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
+            i = minimum_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, fetch, ctx);
         else
             i = minimum_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p, other_step,
-                                             n, stream, ctx);
+                                             n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -10909,15 +11068,15 @@ div_tensor_mode_blocks_f32_none(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_f32_none(char *out, int64_t out_step, const char *self_p,
                                      int64_t self_step, const char *other_p, int64_t other_step,
-                                     int64_t n, bool stream, const void *ctx)
+                                     int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -10935,7 +11094,7 @@ div_tensor_mode_stepped_row_f32_none(char *out, int64_t out_step, const char *se
 
 YT__STEPPED_TARGET static void
 div_tensor_mode_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
-                                 const int64_t *row_strides, int64_t rows, bool stream,
+                                 const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -10949,31 +11108,33 @@ div_tensor_mode_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
             i = stream ? div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 8, other_p, 4, n,
-                                                              true, ctx)
+                                                              true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 8, other_p, 4, n,
-                                                              false, ctx);
+                                                              false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
             i = stream ? div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 12, other_p, 4, n,
-                                                              true, ctx)
+                                                              true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 12, other_p, 4, n,
-                                                              false, ctx);
+                                                              false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
             i = stream ? div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 4, other_p, 8, n,
-                                                              true, ctx)
+                                                              true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 4, other_p, 8, n,
-                                                              false, ctx);
+                                                              false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
             i = stream ? div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 4, other_p, 12, n,
-                                                              true, ctx)
+                                                              true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 4, other_p, 12, n,
-                                                              false, ctx);
+                                                              false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = div_tensor_mode_stepped_row_f32_none(out, 8, self_p, 4, other_p, 4, n, false, ctx);
+            i = div_tensor_mode_stepped_row_f32_none(out, 8, self_p, 4, other_p, 4, n, false, fetch,
+                                                     ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = div_tensor_mode_stepped_row_f32_none(out, 8, self_p, 8, other_p, 4, n, false, ctx);
+            i = div_tensor_mode_stepped_row_f32_none(out, 8, self_p, 8, other_p, 4, n, false, fetch,
+                                                     ctx);
         else
             i = div_tensor_mode_stepped_row_f32_none(out, out_step, self_p, self_step, other_p,
-                                                     other_step, n, stream, ctx);
+                                                     other_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -10985,7 +11146,7 @@ div_tensor_mode_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_avx2_f32_none(char *out, int64_t out_step, const char *self_p,
                                           int64_t self_step, const char *other_p,
-                                          int64_t other_step, int64_t n, bool stream,
+                                          int64_t other_step, int64_t n, bool stream, bool fetch,
                                           const void *ctx)
 {
     (void)ctx;
@@ -10993,8 +11154,8 @@ div_tensor_mode_stepped_row_avx2_f32_none(char *out, int64_t out_step, const cha
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -11013,7 +11174,7 @@ div_tensor_mode_stepped_row_avx2_f32_none(char *out, int64_t out_step, const cha
 YT__STEPPED_AVX2_TARGET static void
 div_tensor_mode_stepped_avx2_f32_none(char **data, const int64_t *strides, int64_t n,
                                       const int64_t *row_strides, int64_t rows, bool stream,
-                                      const void *ctx)
+                                      bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11026,33 +11187,33 @@ div_tensor_mode_stepped_avx2_f32_none(char **data, const int64_t *strides, int64
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
             i = stream ? div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 8, other_p, 4, n,
-                                                                   true, ctx)
+                                                                   true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 8, other_p, 4, n,
-                                                                   false, ctx);
+                                                                   false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
             i = stream ? div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 12, other_p, 4,
-                                                                   n, true, ctx)
+                                                                   n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 12, other_p, 4,
-                                                                   n, false, ctx);
+                                                                   n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
             i = stream ? div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 4, other_p, 8, n,
-                                                                   true, ctx)
+                                                                   true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 4, other_p, 8, n,
-                                                                   false, ctx);
+                                                                   false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
             i = stream ? div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 4, other_p, 12,
-                                                                   n, true, ctx)
+                                                                   n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 4, other_p, 12,
-                                                                   n, false, ctx);
+                                                                   n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
             i = div_tensor_mode_stepped_row_avx2_f32_none(out, 8, self_p, 4, other_p, 4, n, false,
-                                                          ctx);
+                                                          fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
             i = div_tensor_mode_stepped_row_avx2_f32_none(out, 8, self_p, 8, other_p, 4, n, false,
-                                                          ctx);
+                                                          fetch, ctx);
         else
             i = div_tensor_mode_stepped_row_avx2_f32_none(out, out_step, self_p, self_step, other_p,
-                                                          other_step, n, stream, ctx);
+                                                          other_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -11127,15 +11288,15 @@ div_tensor_mode_blocks_f32_trunc(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_f32_trunc(char *out, int64_t out_step, const char *self_p,
                                       int64_t self_step, const char *other_p, int64_t other_step,
-                                      int64_t n, bool stream, const void *ctx)
+                                      int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -11153,7 +11314,7 @@ div_tensor_mode_stepped_row_f32_trunc(char *out, int64_t out_step, const char *s
 
 YT__STEPPED_TARGET static void
 div_tensor_mode_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -11167,31 +11328,33 @@ div_tensor_mode_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
             i = stream ? div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 8, other_p, 4, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 8, other_p, 4, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
             i = stream ? div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 12, other_p, 4, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 12, other_p, 4, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
             i = stream ? div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 4, other_p, 8, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 4, other_p, 8, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
             i = stream ? div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 4, other_p, 12, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 4, other_p, 12, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = div_tensor_mode_stepped_row_f32_trunc(out, 8, self_p, 4, other_p, 4, n, false, ctx);
+            i = div_tensor_mode_stepped_row_f32_trunc(out, 8, self_p, 4, other_p, 4, n, false,
+                                                      fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = div_tensor_mode_stepped_row_f32_trunc(out, 8, self_p, 8, other_p, 4, n, false, ctx);
+            i = div_tensor_mode_stepped_row_f32_trunc(out, 8, self_p, 8, other_p, 4, n, false,
+                                                      fetch, ctx);
         else
             i = div_tensor_mode_stepped_row_f32_trunc(out, out_step, self_p, self_step, other_p,
-                                                      other_step, n, stream, ctx);
+                                                      other_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -11203,7 +11366,7 @@ div_tensor_mode_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_avx2_f32_trunc(char *out, int64_t out_step, const char *self_p,
                                            int64_t self_step, const char *other_p,
-                                           int64_t other_step, int64_t n, bool stream,
+                                           int64_t other_step, int64_t n, bool stream, bool fetch,
                                            const void *ctx)
 {
     (void)ctx;
@@ -11211,8 +11374,8 @@ div_tensor_mode_stepped_row_avx2_f32_trunc(char *out, int64_t out_step, const ch
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -11231,7 +11394,7 @@ div_tensor_mode_stepped_row_avx2_f32_trunc(char *out, int64_t out_step, const ch
 YT__STEPPED_AVX2_TARGET static void
 div_tensor_mode_stepped_avx2_f32_trunc(char **data, const int64_t *strides, int64_t n,
                                        const int64_t *row_strides, int64_t rows, bool stream,
-                                       const void *ctx)
+                                       bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11244,33 +11407,33 @@ div_tensor_mode_stepped_avx2_f32_trunc(char **data, const int64_t *strides, int6
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
             i = stream ? div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 8, other_p, 4,
-                                                                    n, true, ctx)
+                                                                    n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 8, other_p, 4,
-                                                                    n, false, ctx);
+                                                                    n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
             i = stream ? div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 12, other_p, 4,
-                                                                    n, true, ctx)
+                                                                    n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 12, other_p, 4,
-                                                                    n, false, ctx);
+                                                                    n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
             i = stream ? div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 4, other_p, 8,
-                                                                    n, true, ctx)
+                                                                    n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 4, other_p, 8,
-                                                                    n, false, ctx);
+                                                                    n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
             i = stream ? div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 4, other_p, 12,
-                                                                    n, true, ctx)
+                                                                    n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 4, other_p, 12,
-                                                                    n, false, ctx);
+                                                                    n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
             i = div_tensor_mode_stepped_row_avx2_f32_trunc(out, 8, self_p, 4, other_p, 4, n, false,
-                                                           ctx);
+                                                           fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
             i = div_tensor_mode_stepped_row_avx2_f32_trunc(out, 8, self_p, 8, other_p, 4, n, false,
-                                                           ctx);
+                                                           fetch, ctx);
         else
-            i = div_tensor_mode_stepped_row_avx2_f32_trunc(out, out_step, self_p, self_step,
-                                                           other_p, other_step, n, stream, ctx);
+            i = div_tensor_mode_stepped_row_avx2_f32_trunc(
+                out, out_step, self_p, self_step, other_p, other_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -11345,15 +11508,15 @@ div_tensor_mode_blocks_f32_floor(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_f32_floor(char *out, int64_t out_step, const char *self_p,
                                       int64_t self_step, const char *other_p, int64_t other_step,
-                                      int64_t n, bool stream, const void *ctx)
+                                      int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -11371,7 +11534,7 @@ div_tensor_mode_stepped_row_f32_floor(char *out, int64_t out_step, const char *s
 
 YT__STEPPED_TARGET static void
 div_tensor_mode_stepped_f32_floor(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -11385,31 +11548,33 @@ div_tensor_mode_stepped_f32_floor(char **data, const int64_t *strides, int64_t n
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
             i = stream ? div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 8, other_p, 4, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 8, other_p, 4, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
             i = stream ? div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 12, other_p, 4, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 12, other_p, 4, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
             i = stream ? div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 4, other_p, 8, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 4, other_p, 8, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
             i = stream ? div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 4, other_p, 12, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 4, other_p, 12, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = div_tensor_mode_stepped_row_f32_floor(out, 8, self_p, 4, other_p, 4, n, false, ctx);
+            i = div_tensor_mode_stepped_row_f32_floor(out, 8, self_p, 4, other_p, 4, n, false,
+                                                      fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = div_tensor_mode_stepped_row_f32_floor(out, 8, self_p, 8, other_p, 4, n, false, ctx);
+            i = div_tensor_mode_stepped_row_f32_floor(out, 8, self_p, 8, other_p, 4, n, false,
+                                                      fetch, ctx);
         else
             i = div_tensor_mode_stepped_row_f32_floor(out, out_step, self_p, self_step, other_p,
-                                                      other_step, n, stream, ctx);
+                                                      other_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -11421,7 +11586,7 @@ div_tensor_mode_stepped_f32_floor(char **data, const int64_t *strides, int64_t n
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_avx2_f32_floor(char *out, int64_t out_step, const char *self_p,
                                            int64_t self_step, const char *other_p,
-                                           int64_t other_step, int64_t n, bool stream,
+                                           int64_t other_step, int64_t n, bool stream, bool fetch,
                                            const void *ctx)
 {
     (void)ctx;
@@ -11429,8 +11594,8 @@ div_tensor_mode_stepped_row_avx2_f32_floor(char *out, int64_t out_step, const ch
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -11449,7 +11614,7 @@ div_tensor_mode_stepped_row_avx2_f32_floor(char *out, int64_t out_step, const ch
 YT__STEPPED_AVX2_TARGET static void
 div_tensor_mode_stepped_avx2_f32_floor(char **data, const int64_t *strides, int64_t n,
                                        const int64_t *row_strides, int64_t rows, bool stream,
-                                       const void *ctx)
+                                       bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11462,33 +11627,33 @@ div_tensor_mode_stepped_avx2_f32_floor(char **data, const int64_t *strides, int6
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
             i = stream ? div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 8, other_p, 4,
-                                                                    n, true, ctx)
+                                                                    n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 8, other_p, 4,
-                                                                    n, false, ctx);
+                                                                    n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
             i = stream ? div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 12, other_p, 4,
-                                                                    n, true, ctx)
+                                                                    n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 12, other_p, 4,
-                                                                    n, false, ctx);
+                                                                    n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
             i = stream ? div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 4, other_p, 8,
-                                                                    n, true, ctx)
+                                                                    n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 4, other_p, 8,
-                                                                    n, false, ctx);
+                                                                    n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
             i = stream ? div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 4, other_p, 12,
-                                                                    n, true, ctx)
+                                                                    n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 4, other_p, 12,
-                                                                    n, false, ctx);
+                                                                    n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
             i = div_tensor_mode_stepped_row_avx2_f32_floor(out, 8, self_p, 4, other_p, 4, n, false,
-                                                           ctx);
+                                                           fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
             i = div_tensor_mode_stepped_row_avx2_f32_floor(out, 8, self_p, 8, other_p, 4, n, false,
-                                                           ctx);
+                                                           fetch, ctx);
         else
-            i = div_tensor_mode_stepped_row_avx2_f32_floor(out, out_step, self_p, self_step,
-                                                           other_p, other_step, n, stream, ctx);
+            i = div_tensor_mode_stepped_row_avx2_f32_floor(
+                out, out_step, self_p, self_step, other_p, other_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -11563,15 +11728,15 @@ div_tensor_mode_blocks_f64_none(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_f64_none(char *out, int64_t out_step, const char *self_p,
                                      int64_t self_step, const char *other_p, int64_t other_step,
-                                     int64_t n, bool stream, const void *ctx)
+                                     int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -11589,7 +11754,7 @@ div_tensor_mode_stepped_row_f64_none(char *out, int64_t out_step, const char *se
 
 YT__STEPPED_TARGET static void
 div_tensor_mode_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
-                                 const int64_t *row_strides, int64_t rows, bool stream,
+                                 const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -11603,32 +11768,33 @@ div_tensor_mode_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
             i = stream ? div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 16, other_p, 8, n,
-                                                              true, ctx)
+                                                              true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 16, other_p, 8, n,
-                                                              false, ctx);
+                                                              false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
             i = stream ? div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 24, other_p, 8, n,
-                                                              true, ctx)
+                                                              true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 24, other_p, 8, n,
-                                                              false, ctx);
+                                                              false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
             i = stream ? div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 8, other_p, 16, n,
-                                                              true, ctx)
+                                                              true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 8, other_p, 16, n,
-                                                              false, ctx);
+                                                              false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
             i = stream ? div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 8, other_p, 24, n,
-                                                              true, ctx)
+                                                              true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 8, other_p, 24, n,
-                                                              false, ctx);
+                                                              false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = div_tensor_mode_stepped_row_f64_none(out, 16, self_p, 8, other_p, 8, n, false, ctx);
+            i = div_tensor_mode_stepped_row_f64_none(out, 16, self_p, 8, other_p, 8, n, false,
+                                                     fetch, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
             i = div_tensor_mode_stepped_row_f64_none(out, 16, self_p, 16, other_p, 8, n, false,
-                                                     ctx);
+                                                     fetch, ctx);
         else
             i = div_tensor_mode_stepped_row_f64_none(out, out_step, self_p, self_step, other_p,
-                                                     other_step, n, stream, ctx);
+                                                     other_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -11640,7 +11806,7 @@ div_tensor_mode_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_avx2_f64_none(char *out, int64_t out_step, const char *self_p,
                                           int64_t self_step, const char *other_p,
-                                          int64_t other_step, int64_t n, bool stream,
+                                          int64_t other_step, int64_t n, bool stream, bool fetch,
                                           const void *ctx)
 {
     (void)ctx;
@@ -11648,8 +11814,8 @@ div_tensor_mode_stepped_row_avx2_f64_none(char *out, int64_t out_step, const cha
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -11668,7 +11834,7 @@ div_tensor_mode_stepped_row_avx2_f64_none(char *out, int64_t out_step, const cha
 YT__STEPPED_AVX2_TARGET static void
 div_tensor_mode_stepped_avx2_f64_none(char **data, const int64_t *strides, int64_t n,
                                       const int64_t *row_strides, int64_t rows, bool stream,
-                                      const void *ctx)
+                                      bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11681,33 +11847,33 @@ div_tensor_mode_stepped_avx2_f64_none(char **data, const int64_t *strides, int64
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
             i = stream ? div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 16, other_p, 8,
-                                                                   n, true, ctx)
+                                                                   n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 16, other_p, 8,
-                                                                   n, false, ctx);
+                                                                   n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
             i = stream ? div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 24, other_p, 8,
-                                                                   n, true, ctx)
+                                                                   n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 24, other_p, 8,
-                                                                   n, false, ctx);
+                                                                   n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
             i = stream ? div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 8, other_p, 16,
-                                                                   n, true, ctx)
+                                                                   n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 8, other_p, 16,
-                                                                   n, false, ctx);
+                                                                   n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
             i = stream ? div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 8, other_p, 24,
-                                                                   n, true, ctx)
+                                                                   n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 8, other_p, 24,
-                                                                   n, false, ctx);
+                                                                   n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
             i = div_tensor_mode_stepped_row_avx2_f64_none(out, 16, self_p, 8, other_p, 8, n, false,
-                                                          ctx);
+                                                          fetch, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
             i = div_tensor_mode_stepped_row_avx2_f64_none(out, 16, self_p, 16, other_p, 8, n, false,
-                                                          ctx);
+                                                          fetch, ctx);
         else
             i = div_tensor_mode_stepped_row_avx2_f64_none(out, out_step, self_p, self_step, other_p,
-                                                          other_step, n, stream, ctx);
+                                                          other_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -11782,15 +11948,15 @@ div_tensor_mode_blocks_f64_trunc(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_f64_trunc(char *out, int64_t out_step, const char *self_p,
                                       int64_t self_step, const char *other_p, int64_t other_step,
-                                      int64_t n, bool stream, const void *ctx)
+                                      int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -11808,7 +11974,7 @@ div_tensor_mode_stepped_row_f64_trunc(char *out, int64_t out_step, const char *s
 
 YT__STEPPED_TARGET static void
 div_tensor_mode_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -11822,33 +11988,33 @@ div_tensor_mode_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
             i = stream ? div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 16, other_p, 8, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 16, other_p, 8, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
             i = stream ? div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 24, other_p, 8, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 24, other_p, 8, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
             i = stream ? div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 8, other_p, 16, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 8, other_p, 16, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
             i = stream ? div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 8, other_p, 24, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 8, other_p, 24, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
             i = div_tensor_mode_stepped_row_f64_trunc(out, 16, self_p, 8, other_p, 8, n, false,
-                                                      ctx);
+                                                      fetch, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
             i = div_tensor_mode_stepped_row_f64_trunc(out, 16, self_p, 16, other_p, 8, n, false,
-                                                      ctx);
+                                                      fetch, ctx);
         else
             i = div_tensor_mode_stepped_row_f64_trunc(out, out_step, self_p, self_step, other_p,
-                                                      other_step, n, stream, ctx);
+                                                      other_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -11860,7 +12026,7 @@ div_tensor_mode_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_avx2_f64_trunc(char *out, int64_t out_step, const char *self_p,
                                            int64_t self_step, const char *other_p,
-                                           int64_t other_step, int64_t n, bool stream,
+                                           int64_t other_step, int64_t n, bool stream, bool fetch,
                                            const void *ctx)
 {
     (void)ctx;
@@ -11868,8 +12034,8 @@ div_tensor_mode_stepped_row_avx2_f64_trunc(char *out, int64_t out_step, const ch
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -11888,7 +12054,7 @@ div_tensor_mode_stepped_row_avx2_f64_trunc(char *out, int64_t out_step, const ch
 YT__STEPPED_AVX2_TARGET static void
 div_tensor_mode_stepped_avx2_f64_trunc(char **data, const int64_t *strides, int64_t n,
                                        const int64_t *row_strides, int64_t rows, bool stream,
-                                       const void *ctx)
+                                       bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11901,33 +12067,33 @@ div_tensor_mode_stepped_avx2_f64_trunc(char **data, const int64_t *strides, int6
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
             i = stream ? div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 16, other_p, 8,
-                                                                    n, true, ctx)
+                                                                    n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 16, other_p, 8,
-                                                                    n, false, ctx);
+                                                                    n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
             i = stream ? div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 24, other_p, 8,
-                                                                    n, true, ctx)
+                                                                    n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 24, other_p, 8,
-                                                                    n, false, ctx);
+                                                                    n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
             i = stream ? div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 8, other_p, 16,
-                                                                    n, true, ctx)
+                                                                    n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 8, other_p, 16,
-                                                                    n, false, ctx);
+                                                                    n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
             i = stream ? div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 8, other_p, 24,
-                                                                    n, true, ctx)
+                                                                    n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 8, other_p, 24,
-                                                                    n, false, ctx);
+                                                                    n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
             i = div_tensor_mode_stepped_row_avx2_f64_trunc(out, 16, self_p, 8, other_p, 8, n, false,
-                                                           ctx);
+                                                           fetch, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
             i = div_tensor_mode_stepped_row_avx2_f64_trunc(out, 16, self_p, 16, other_p, 8, n,
-                                                           false, ctx);
+                                                           false, fetch, ctx);
         else
-            i = div_tensor_mode_stepped_row_avx2_f64_trunc(out, out_step, self_p, self_step,
-                                                           other_p, other_step, n, stream, ctx);
+            i = div_tensor_mode_stepped_row_avx2_f64_trunc(
+                out, out_step, self_p, self_step, other_p, other_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -12002,15 +12168,15 @@ div_tensor_mode_blocks_f64_floor(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_f64_floor(char *out, int64_t out_step, const char *self_p,
                                       int64_t self_step, const char *other_p, int64_t other_step,
-                                      int64_t n, bool stream, const void *ctx)
+                                      int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -12028,7 +12194,7 @@ div_tensor_mode_stepped_row_f64_floor(char *out, int64_t out_step, const char *s
 
 YT__STEPPED_TARGET static void
 div_tensor_mode_stepped_f64_floor(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -12042,33 +12208,33 @@ div_tensor_mode_stepped_f64_floor(char **data, const int64_t *strides, int64_t n
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
             i = stream ? div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 16, other_p, 8, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 16, other_p, 8, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
             i = stream ? div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 24, other_p, 8, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 24, other_p, 8, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
             i = stream ? div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 8, other_p, 16, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 8, other_p, 16, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
             i = stream ? div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 8, other_p, 24, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 8, other_p, 24, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
             i = div_tensor_mode_stepped_row_f64_floor(out, 16, self_p, 8, other_p, 8, n, false,
-                                                      ctx);
+                                                      fetch, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
             i = div_tensor_mode_stepped_row_f64_floor(out, 16, self_p, 16, other_p, 8, n, false,
-                                                      ctx);
+                                                      fetch, ctx);
         else
             i = div_tensor_mode_stepped_row_f64_floor(out, out_step, self_p, self_step, other_p,
-                                                      other_step, n, stream, ctx);
+                                                      other_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -12080,7 +12246,7 @@ div_tensor_mode_stepped_f64_floor(char **data, const int64_t *strides, int64_t n
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_avx2_f64_floor(char *out, int64_t out_step, const char *self_p,
                                            int64_t self_step, const char *other_p,
-                                           int64_t other_step, int64_t n, bool stream,
+                                           int64_t other_step, int64_t n, bool stream, bool fetch,
                                            const void *ctx)
 {
     (void)ctx;
@@ -12088,8 +12254,8 @@ div_tensor_mode_stepped_row_avx2_f64_floor(char *out, int64_t out_step, const ch
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -12108,7 +12274,7 @@ div_tensor_mode_stepped_row_avx2_f64_floor(char *out, int64_t out_step, const ch
 YT__STEPPED_AVX2_TARGET static void
 div_tensor_mode_stepped_avx2_f64_floor(char **data, const int64_t *strides, int64_t n,
                                        const int64_t *row_strides, int64_t rows, bool stream,
-                                       const void *ctx)
+                                       bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12121,33 +12287,33 @@ div_tensor_mode_stepped_avx2_f64_floor(char **data, const int64_t *strides, int6
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
             i = stream ? div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 16, other_p, 8,
-                                                                    n, true, ctx)
+                                                                    n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 16, other_p, 8,
-                                                                    n, false, ctx);
+                                                                    n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
             i = stream ? div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 24, other_p, 8,
-                                                                    n, true, ctx)
+                                                                    n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 24, other_p, 8,
-                                                                    n, false, ctx);
+                                                                    n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
             i = stream ? div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 8, other_p, 16,
-                                                                    n, true, ctx)
+                                                                    n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 8, other_p, 16,
-                                                                    n, false, ctx);
+                                                                    n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
             i = stream ? div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 8, other_p, 24,
-                                                                    n, true, ctx)
+                                                                    n, true, fetch, ctx)
                        : div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 8, other_p, 24,
-                                                                    n, false, ctx);
+                                                                    n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
             i = div_tensor_mode_stepped_row_avx2_f64_floor(out, 16, self_p, 8, other_p, 8, n, false,
-                                                           ctx);
+                                                           fetch, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
             i = div_tensor_mode_stepped_row_avx2_f64_floor(out, 16, self_p, 16, other_p, 8, n,
-                                                           false, ctx);
+                                                           false, fetch, ctx);
         else
-            i = div_tensor_mode_stepped_row_avx2_f64_floor(out, out_step, self_p, self_step,
-                                                           other_p, other_step, n, stream, ctx);
+            i = div_tensor_mode_stepped_row_avx2_f64_floor(
+                out, out_step, self_p, self_step, other_p, other_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -12982,14 +13148,15 @@ div_scalar_mode_blocks_f32_none(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_f32_none(char *out, int64_t out_step, const char *self_p,
-                                     int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                     int64_t self_step, int64_t n, bool stream, bool fetch,
+                                     const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -13006,7 +13173,7 @@ div_scalar_mode_stepped_row_f32_none(char *out, int64_t out_step, const char *se
 
 YT__STEPPED_TARGET static void
 div_scalar_mode_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
-                                 const int64_t *row_strides, int64_t rows, bool stream,
+                                 const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -13017,18 +13184,21 @@ div_scalar_mode_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? div_scalar_mode_stepped_row_f32_none(out, 4, self_p, 8, n, true, ctx)
-                       : div_scalar_mode_stepped_row_f32_none(out, 4, self_p, 8, n, false, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_f32_none(out, 4, self_p, 8, n, true, fetch, ctx)
+                    : div_scalar_mode_stepped_row_f32_none(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? div_scalar_mode_stepped_row_f32_none(out, 4, self_p, 12, n, true, ctx)
-                       : div_scalar_mode_stepped_row_f32_none(out, 4, self_p, 12, n, false, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_f32_none(out, 4, self_p, 12, n, true, fetch, ctx)
+                    : div_scalar_mode_stepped_row_f32_none(out, 4, self_p, 12, n, false, fetch,
+                                                           ctx);
         else if (out_step == 8 && self_step == 4)
-            i = div_scalar_mode_stepped_row_f32_none(out, 8, self_p, 4, n, false, ctx);
+            i = div_scalar_mode_stepped_row_f32_none(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = div_scalar_mode_stepped_row_f32_none(out, 8, self_p, 8, n, false, ctx);
+            i = div_scalar_mode_stepped_row_f32_none(out, 8, self_p, 8, n, false, fetch, ctx);
         else
             i = div_scalar_mode_stepped_row_f32_none(out, out_step, self_p, self_step, n, stream,
-                                                     ctx);
+                                                     fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13039,7 +13209,7 @@ div_scalar_mode_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_avx2_f32_none(char *out, int64_t out_step, const char *self_p,
-                                          int64_t self_step, int64_t n, bool stream,
+                                          int64_t self_step, int64_t n, bool stream, bool fetch,
                                           const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -13047,7 +13217,7 @@ div_scalar_mode_stepped_row_avx2_f32_none(char *out, int64_t out_step, const cha
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -13065,7 +13235,7 @@ div_scalar_mode_stepped_row_avx2_f32_none(char *out, int64_t out_step, const cha
 YT__STEPPED_AVX2_TARGET static void
 div_scalar_mode_stepped_avx2_f32_none(char **data, const int64_t *strides, int64_t n,
                                       const int64_t *row_strides, int64_t rows, bool stream,
-                                      const void *ctx)
+                                      bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13075,20 +13245,22 @@ div_scalar_mode_stepped_avx2_f32_none(char **data, const int64_t *strides, int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream
-                    ? div_scalar_mode_stepped_row_avx2_f32_none(out, 4, self_p, 8, n, true, ctx)
-                    : div_scalar_mode_stepped_row_avx2_f32_none(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? div_scalar_mode_stepped_row_avx2_f32_none(out, 4, self_p, 8, n, true,
+                                                                   fetch, ctx)
+                       : div_scalar_mode_stepped_row_avx2_f32_none(out, 4, self_p, 8, n, false,
+                                                                   fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream
-                    ? div_scalar_mode_stepped_row_avx2_f32_none(out, 4, self_p, 12, n, true, ctx)
-                    : div_scalar_mode_stepped_row_avx2_f32_none(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? div_scalar_mode_stepped_row_avx2_f32_none(out, 4, self_p, 12, n, true,
+                                                                   fetch, ctx)
+                       : div_scalar_mode_stepped_row_avx2_f32_none(out, 4, self_p, 12, n, false,
+                                                                   fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = div_scalar_mode_stepped_row_avx2_f32_none(out, 8, self_p, 4, n, false, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f32_none(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = div_scalar_mode_stepped_row_avx2_f32_none(out, 8, self_p, 8, n, false, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f32_none(out, 8, self_p, 8, n, false, fetch, ctx);
         else
             i = div_scalar_mode_stepped_row_avx2_f32_none(out, out_step, self_p, self_step, n,
-                                                          stream, ctx);
+                                                          stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13139,14 +13311,15 @@ div_scalar_mode_blocks_f32_trunc(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_f32_trunc(char *out, int64_t out_step, const char *self_p,
-                                      int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                      int64_t self_step, int64_t n, bool stream, bool fetch,
+                                      const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -13163,7 +13336,7 @@ div_scalar_mode_stepped_row_f32_trunc(char *out, int64_t out_step, const char *s
 
 YT__STEPPED_TARGET static void
 div_scalar_mode_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -13174,18 +13347,22 @@ div_scalar_mode_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? div_scalar_mode_stepped_row_f32_trunc(out, 4, self_p, 8, n, true, ctx)
-                       : div_scalar_mode_stepped_row_f32_trunc(out, 4, self_p, 8, n, false, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_f32_trunc(out, 4, self_p, 8, n, true, fetch, ctx)
+                    : div_scalar_mode_stepped_row_f32_trunc(out, 4, self_p, 8, n, false, fetch,
+                                                            ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? div_scalar_mode_stepped_row_f32_trunc(out, 4, self_p, 12, n, true, ctx)
-                       : div_scalar_mode_stepped_row_f32_trunc(out, 4, self_p, 12, n, false, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_f32_trunc(out, 4, self_p, 12, n, true, fetch, ctx)
+                    : div_scalar_mode_stepped_row_f32_trunc(out, 4, self_p, 12, n, false, fetch,
+                                                            ctx);
         else if (out_step == 8 && self_step == 4)
-            i = div_scalar_mode_stepped_row_f32_trunc(out, 8, self_p, 4, n, false, ctx);
+            i = div_scalar_mode_stepped_row_f32_trunc(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = div_scalar_mode_stepped_row_f32_trunc(out, 8, self_p, 8, n, false, ctx);
+            i = div_scalar_mode_stepped_row_f32_trunc(out, 8, self_p, 8, n, false, fetch, ctx);
         else
             i = div_scalar_mode_stepped_row_f32_trunc(out, out_step, self_p, self_step, n, stream,
-                                                      ctx);
+                                                      fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13196,7 +13373,7 @@ div_scalar_mode_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_avx2_f32_trunc(char *out, int64_t out_step, const char *self_p,
-                                           int64_t self_step, int64_t n, bool stream,
+                                           int64_t self_step, int64_t n, bool stream, bool fetch,
                                            const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -13204,7 +13381,7 @@ div_scalar_mode_stepped_row_avx2_f32_trunc(char *out, int64_t out_step, const ch
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -13222,7 +13399,7 @@ div_scalar_mode_stepped_row_avx2_f32_trunc(char *out, int64_t out_step, const ch
 YT__STEPPED_AVX2_TARGET static void
 div_scalar_mode_stepped_avx2_f32_trunc(char **data, const int64_t *strides, int64_t n,
                                        const int64_t *row_strides, int64_t rows, bool stream,
-                                       const void *ctx)
+                                       bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13232,20 +13409,22 @@ div_scalar_mode_stepped_avx2_f32_trunc(char **data, const int64_t *strides, int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream
-                    ? div_scalar_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 8, n, true, ctx)
-                    : div_scalar_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? div_scalar_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 8, n, true,
+                                                                    fetch, ctx)
+                       : div_scalar_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 8, n, false,
+                                                                    fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream
-                    ? div_scalar_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 12, n, true, ctx)
-                    : div_scalar_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? div_scalar_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 12, n, true,
+                                                                    fetch, ctx)
+                       : div_scalar_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 12, n, false,
+                                                                    fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = div_scalar_mode_stepped_row_avx2_f32_trunc(out, 8, self_p, 4, n, false, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f32_trunc(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = div_scalar_mode_stepped_row_avx2_f32_trunc(out, 8, self_p, 8, n, false, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f32_trunc(out, 8, self_p, 8, n, false, fetch, ctx);
         else
             i = div_scalar_mode_stepped_row_avx2_f32_trunc(out, out_step, self_p, self_step, n,
-                                                           stream, ctx);
+                                                           stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13296,14 +13475,15 @@ div_scalar_mode_blocks_f32_floor(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_f32_floor(char *out, int64_t out_step, const char *self_p,
-                                      int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                      int64_t self_step, int64_t n, bool stream, bool fetch,
+                                      const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -13320,7 +13500,7 @@ div_scalar_mode_stepped_row_f32_floor(char *out, int64_t out_step, const char *s
 
 YT__STEPPED_TARGET static void
 div_scalar_mode_stepped_f32_floor(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -13331,18 +13511,22 @@ div_scalar_mode_stepped_f32_floor(char **data, const int64_t *strides, int64_t n
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? div_scalar_mode_stepped_row_f32_floor(out, 4, self_p, 8, n, true, ctx)
-                       : div_scalar_mode_stepped_row_f32_floor(out, 4, self_p, 8, n, false, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_f32_floor(out, 4, self_p, 8, n, true, fetch, ctx)
+                    : div_scalar_mode_stepped_row_f32_floor(out, 4, self_p, 8, n, false, fetch,
+                                                            ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? div_scalar_mode_stepped_row_f32_floor(out, 4, self_p, 12, n, true, ctx)
-                       : div_scalar_mode_stepped_row_f32_floor(out, 4, self_p, 12, n, false, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_f32_floor(out, 4, self_p, 12, n, true, fetch, ctx)
+                    : div_scalar_mode_stepped_row_f32_floor(out, 4, self_p, 12, n, false, fetch,
+                                                            ctx);
         else if (out_step == 8 && self_step == 4)
-            i = div_scalar_mode_stepped_row_f32_floor(out, 8, self_p, 4, n, false, ctx);
+            i = div_scalar_mode_stepped_row_f32_floor(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = div_scalar_mode_stepped_row_f32_floor(out, 8, self_p, 8, n, false, ctx);
+            i = div_scalar_mode_stepped_row_f32_floor(out, 8, self_p, 8, n, false, fetch, ctx);
         else
             i = div_scalar_mode_stepped_row_f32_floor(out, out_step, self_p, self_step, n, stream,
-                                                      ctx);
+                                                      fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13353,7 +13537,7 @@ div_scalar_mode_stepped_f32_floor(char **data, const int64_t *strides, int64_t n
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_avx2_f32_floor(char *out, int64_t out_step, const char *self_p,
-                                           int64_t self_step, int64_t n, bool stream,
+                                           int64_t self_step, int64_t n, bool stream, bool fetch,
                                            const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -13361,7 +13545,7 @@ div_scalar_mode_stepped_row_avx2_f32_floor(char *out, int64_t out_step, const ch
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -13379,7 +13563,7 @@ div_scalar_mode_stepped_row_avx2_f32_floor(char *out, int64_t out_step, const ch
 YT__STEPPED_AVX2_TARGET static void
 div_scalar_mode_stepped_avx2_f32_floor(char **data, const int64_t *strides, int64_t n,
                                        const int64_t *row_strides, int64_t rows, bool stream,
-                                       const void *ctx)
+                                       bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13389,20 +13573,22 @@ div_scalar_mode_stepped_avx2_f32_floor(char **data, const int64_t *strides, int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream
-                    ? div_scalar_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 8, n, true, ctx)
-                    : div_scalar_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? div_scalar_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 8, n, true,
+                                                                    fetch, ctx)
+                       : div_scalar_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 8, n, false,
+                                                                    fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream
-                    ? div_scalar_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 12, n, true, ctx)
-                    : div_scalar_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? div_scalar_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 12, n, true,
+                                                                    fetch, ctx)
+                       : div_scalar_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 12, n, false,
+                                                                    fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = div_scalar_mode_stepped_row_avx2_f32_floor(out, 8, self_p, 4, n, false, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f32_floor(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = div_scalar_mode_stepped_row_avx2_f32_floor(out, 8, self_p, 8, n, false, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f32_floor(out, 8, self_p, 8, n, false, fetch, ctx);
         else
             i = div_scalar_mode_stepped_row_avx2_f32_floor(out, out_step, self_p, self_step, n,
-                                                           stream, ctx);
+                                                           stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13453,14 +13639,15 @@ div_scalar_mode_blocks_f64_none(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_f64_none(char *out, int64_t out_step, const char *self_p,
-                                     int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                     int64_t self_step, int64_t n, bool stream, bool fetch,
+                                     const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -13477,7 +13664,7 @@ div_scalar_mode_stepped_row_f64_none(char *out, int64_t out_step, const char *se
 
 YT__STEPPED_TARGET static void
 div_scalar_mode_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
-                                 const int64_t *row_strides, int64_t rows, bool stream,
+                                 const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -13488,18 +13675,22 @@ div_scalar_mode_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? div_scalar_mode_stepped_row_f64_none(out, 8, self_p, 16, n, true, ctx)
-                       : div_scalar_mode_stepped_row_f64_none(out, 8, self_p, 16, n, false, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_f64_none(out, 8, self_p, 16, n, true, fetch, ctx)
+                    : div_scalar_mode_stepped_row_f64_none(out, 8, self_p, 16, n, false, fetch,
+                                                           ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? div_scalar_mode_stepped_row_f64_none(out, 8, self_p, 24, n, true, ctx)
-                       : div_scalar_mode_stepped_row_f64_none(out, 8, self_p, 24, n, false, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_f64_none(out, 8, self_p, 24, n, true, fetch, ctx)
+                    : div_scalar_mode_stepped_row_f64_none(out, 8, self_p, 24, n, false, fetch,
+                                                           ctx);
         else if (out_step == 16 && self_step == 8)
-            i = div_scalar_mode_stepped_row_f64_none(out, 16, self_p, 8, n, false, ctx);
+            i = div_scalar_mode_stepped_row_f64_none(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = div_scalar_mode_stepped_row_f64_none(out, 16, self_p, 16, n, false, ctx);
+            i = div_scalar_mode_stepped_row_f64_none(out, 16, self_p, 16, n, false, fetch, ctx);
         else
             i = div_scalar_mode_stepped_row_f64_none(out, out_step, self_p, self_step, n, stream,
-                                                     ctx);
+                                                     fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13510,7 +13701,7 @@ div_scalar_mode_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_avx2_f64_none(char *out, int64_t out_step, const char *self_p,
-                                          int64_t self_step, int64_t n, bool stream,
+                                          int64_t self_step, int64_t n, bool stream, bool fetch,
                                           const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -13518,7 +13709,7 @@ div_scalar_mode_stepped_row_avx2_f64_none(char *out, int64_t out_step, const cha
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -13536,7 +13727,7 @@ div_scalar_mode_stepped_row_avx2_f64_none(char *out, int64_t out_step, const cha
 YT__STEPPED_AVX2_TARGET static void
 div_scalar_mode_stepped_avx2_f64_none(char **data, const int64_t *strides, int64_t n,
                                       const int64_t *row_strides, int64_t rows, bool stream,
-                                      const void *ctx)
+                                      bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13546,20 +13737,23 @@ div_scalar_mode_stepped_avx2_f64_none(char **data, const int64_t *strides, int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream
-                    ? div_scalar_mode_stepped_row_avx2_f64_none(out, 8, self_p, 16, n, true, ctx)
-                    : div_scalar_mode_stepped_row_avx2_f64_none(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? div_scalar_mode_stepped_row_avx2_f64_none(out, 8, self_p, 16, n, true,
+                                                                   fetch, ctx)
+                       : div_scalar_mode_stepped_row_avx2_f64_none(out, 8, self_p, 16, n, false,
+                                                                   fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream
-                    ? div_scalar_mode_stepped_row_avx2_f64_none(out, 8, self_p, 24, n, true, ctx)
-                    : div_scalar_mode_stepped_row_avx2_f64_none(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? div_scalar_mode_stepped_row_avx2_f64_none(out, 8, self_p, 24, n, true,
+                                                                   fetch, ctx)
+                       : div_scalar_mode_stepped_row_avx2_f64_none(out, 8, self_p, 24, n, false,
+                                                                   fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = div_scalar_mode_stepped_row_avx2_f64_none(out, 16, self_p, 8, n, false, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f64_none(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = div_scalar_mode_stepped_row_avx2_f64_none(out, 16, self_p, 16, n, false, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f64_none(out, 16, self_p, 16, n, false, fetch,
+                                                          ctx);
         else
             i = div_scalar_mode_stepped_row_avx2_f64_none(out, out_step, self_p, self_step, n,
-                                                          stream, ctx);
+                                                          stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13610,14 +13804,15 @@ div_scalar_mode_blocks_f64_trunc(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_f64_trunc(char *out, int64_t out_step, const char *self_p,
-                                      int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                      int64_t self_step, int64_t n, bool stream, bool fetch,
+                                      const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -13634,7 +13829,7 @@ div_scalar_mode_stepped_row_f64_trunc(char *out, int64_t out_step, const char *s
 
 YT__STEPPED_TARGET static void
 div_scalar_mode_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -13645,18 +13840,22 @@ div_scalar_mode_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? div_scalar_mode_stepped_row_f64_trunc(out, 8, self_p, 16, n, true, ctx)
-                       : div_scalar_mode_stepped_row_f64_trunc(out, 8, self_p, 16, n, false, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_f64_trunc(out, 8, self_p, 16, n, true, fetch, ctx)
+                    : div_scalar_mode_stepped_row_f64_trunc(out, 8, self_p, 16, n, false, fetch,
+                                                            ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? div_scalar_mode_stepped_row_f64_trunc(out, 8, self_p, 24, n, true, ctx)
-                       : div_scalar_mode_stepped_row_f64_trunc(out, 8, self_p, 24, n, false, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_f64_trunc(out, 8, self_p, 24, n, true, fetch, ctx)
+                    : div_scalar_mode_stepped_row_f64_trunc(out, 8, self_p, 24, n, false, fetch,
+                                                            ctx);
         else if (out_step == 16 && self_step == 8)
-            i = div_scalar_mode_stepped_row_f64_trunc(out, 16, self_p, 8, n, false, ctx);
+            i = div_scalar_mode_stepped_row_f64_trunc(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = div_scalar_mode_stepped_row_f64_trunc(out, 16, self_p, 16, n, false, ctx);
+            i = div_scalar_mode_stepped_row_f64_trunc(out, 16, self_p, 16, n, false, fetch, ctx);
         else
             i = div_scalar_mode_stepped_row_f64_trunc(out, out_step, self_p, self_step, n, stream,
-                                                      ctx);
+                                                      fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13667,7 +13866,7 @@ div_scalar_mode_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_avx2_f64_trunc(char *out, int64_t out_step, const char *self_p,
-                                           int64_t self_step, int64_t n, bool stream,
+                                           int64_t self_step, int64_t n, bool stream, bool fetch,
                                            const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -13675,7 +13874,7 @@ div_scalar_mode_stepped_row_avx2_f64_trunc(char *out, int64_t out_step, const ch
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -13693,7 +13892,7 @@ div_scalar_mode_stepped_row_avx2_f64_trunc(char *out, int64_t out_step, const ch
 YT__STEPPED_AVX2_TARGET static void
 div_scalar_mode_stepped_avx2_f64_trunc(char **data, const int64_t *strides, int64_t n,
                                        const int64_t *row_strides, int64_t rows, bool stream,
-                                       const void *ctx)
+                                       bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13703,20 +13902,24 @@ div_scalar_mode_stepped_avx2_f64_trunc(char **data, const int64_t *strides, int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream
-                    ? div_scalar_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 16, n, true, ctx)
-                    : div_scalar_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? div_scalar_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 16, n, true,
+                                                                    fetch, ctx)
+                       : div_scalar_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 16, n, false,
+                                                                    fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream
-                    ? div_scalar_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 24, n, true, ctx)
-                    : div_scalar_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? div_scalar_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 24, n, true,
+                                                                    fetch, ctx)
+                       : div_scalar_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 24, n, false,
+                                                                    fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = div_scalar_mode_stepped_row_avx2_f64_trunc(out, 16, self_p, 8, n, false, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f64_trunc(out, 16, self_p, 8, n, false, fetch,
+                                                           ctx);
         else if (out_step == 16 && self_step == 16)
-            i = div_scalar_mode_stepped_row_avx2_f64_trunc(out, 16, self_p, 16, n, false, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f64_trunc(out, 16, self_p, 16, n, false, fetch,
+                                                           ctx);
         else
             i = div_scalar_mode_stepped_row_avx2_f64_trunc(out, out_step, self_p, self_step, n,
-                                                           stream, ctx);
+                                                           stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13767,14 +13970,15 @@ div_scalar_mode_blocks_f64_floor(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_f64_floor(char *out, int64_t out_step, const char *self_p,
-                                      int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                      int64_t self_step, int64_t n, bool stream, bool fetch,
+                                      const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -13791,7 +13995,7 @@ div_scalar_mode_stepped_row_f64_floor(char *out, int64_t out_step, const char *s
 
 YT__STEPPED_TARGET static void
 div_scalar_mode_stepped_f64_floor(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -13802,18 +14006,22 @@ div_scalar_mode_stepped_f64_floor(char **data, const int64_t *strides, int64_t n
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? div_scalar_mode_stepped_row_f64_floor(out, 8, self_p, 16, n, true, ctx)
-                       : div_scalar_mode_stepped_row_f64_floor(out, 8, self_p, 16, n, false, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_f64_floor(out, 8, self_p, 16, n, true, fetch, ctx)
+                    : div_scalar_mode_stepped_row_f64_floor(out, 8, self_p, 16, n, false, fetch,
+                                                            ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? div_scalar_mode_stepped_row_f64_floor(out, 8, self_p, 24, n, true, ctx)
-                       : div_scalar_mode_stepped_row_f64_floor(out, 8, self_p, 24, n, false, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_f64_floor(out, 8, self_p, 24, n, true, fetch, ctx)
+                    : div_scalar_mode_stepped_row_f64_floor(out, 8, self_p, 24, n, false, fetch,
+                                                            ctx);
         else if (out_step == 16 && self_step == 8)
-            i = div_scalar_mode_stepped_row_f64_floor(out, 16, self_p, 8, n, false, ctx);
+            i = div_scalar_mode_stepped_row_f64_floor(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = div_scalar_mode_stepped_row_f64_floor(out, 16, self_p, 16, n, false, ctx);
+            i = div_scalar_mode_stepped_row_f64_floor(out, 16, self_p, 16, n, false, fetch, ctx);
         else
             i = div_scalar_mode_stepped_row_f64_floor(out, out_step, self_p, self_step, n, stream,
-                                                      ctx);
+                                                      fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13824,7 +14032,7 @@ div_scalar_mode_stepped_f64_floor(char **data, const int64_t *strides, int64_t n
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_avx2_f64_floor(char *out, int64_t out_step, const char *self_p,
-                                           int64_t self_step, int64_t n, bool stream,
+                                           int64_t self_step, int64_t n, bool stream, bool fetch,
                                            const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -13832,7 +14040,7 @@ div_scalar_mode_stepped_row_avx2_f64_floor(char *out, int64_t out_step, const ch
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -13850,7 +14058,7 @@ div_scalar_mode_stepped_row_avx2_f64_floor(char *out, int64_t out_step, const ch
 YT__STEPPED_AVX2_TARGET static void
 div_scalar_mode_stepped_avx2_f64_floor(char **data, const int64_t *strides, int64_t n,
                                        const int64_t *row_strides, int64_t rows, bool stream,
-                                       const void *ctx)
+                                       bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13860,20 +14068,24 @@ div_scalar_mode_stepped_avx2_f64_floor(char **data, const int64_t *strides, int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream
-                    ? div_scalar_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 16, n, true, ctx)
-                    : div_scalar_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? div_scalar_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 16, n, true,
+                                                                    fetch, ctx)
+                       : div_scalar_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 16, n, false,
+                                                                    fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream
-                    ? div_scalar_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 24, n, true, ctx)
-                    : div_scalar_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? div_scalar_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 24, n, true,
+                                                                    fetch, ctx)
+                       : div_scalar_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 24, n, false,
+                                                                    fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = div_scalar_mode_stepped_row_avx2_f64_floor(out, 16, self_p, 8, n, false, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f64_floor(out, 16, self_p, 8, n, false, fetch,
+                                                           ctx);
         else if (out_step == 16 && self_step == 16)
-            i = div_scalar_mode_stepped_row_avx2_f64_floor(out, 16, self_p, 16, n, false, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f64_floor(out, 16, self_p, 16, n, false, fetch,
+                                                           ctx);
         else
             i = div_scalar_mode_stepped_row_avx2_f64_floor(out, out_step, self_p, self_step, n,
-                                                           stream, ctx);
+                                                           stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14149,13 +14361,13 @@ log_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 log_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    bool stream, const void *ctx)
+                    bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -14172,7 +14384,7 @@ log_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 log_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14182,17 +14394,17 @@ log_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? log_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : log_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? log_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : log_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? log_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : log_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? log_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : log_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = log_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = log_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = log_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = log_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = log_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = log_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14203,13 +14415,13 @@ log_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 log_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, bool stream, const void *ctx)
+                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -14226,7 +14438,7 @@ log_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 log_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14236,17 +14448,17 @@ log_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? log_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : log_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? log_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : log_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? log_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : log_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? log_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : log_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = log_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = log_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = log_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = log_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = log_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = log_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14298,13 +14510,13 @@ log_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 log_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    bool stream, const void *ctx)
+                    bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -14321,7 +14533,7 @@ log_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 log_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14331,17 +14543,17 @@ log_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? log_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : log_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? log_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : log_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? log_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : log_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? log_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : log_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = log_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = log_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = log_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = log_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = log_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = log_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14352,13 +14564,13 @@ log_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 log_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, bool stream, const void *ctx)
+                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -14375,7 +14587,7 @@ log_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 log_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14385,17 +14597,17 @@ log_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? log_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : log_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? log_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : log_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? log_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : log_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? log_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : log_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = log_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = log_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = log_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = log_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = log_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = log_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14788,13 +15000,13 @@ square_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 square_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                       int64_t n, bool stream, const void *ctx)
+                       int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -14811,7 +15023,7 @@ square_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t 
 
 YT__STEPPED_TARGET static void
 square_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                   int64_t rows, bool stream, const void *ctx)
+                   int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14821,17 +15033,17 @@ square_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? square_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : square_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? square_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : square_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? square_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : square_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? square_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : square_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = square_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = square_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = square_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = square_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = square_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = square_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14842,13 +15054,13 @@ square_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 square_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                            int64_t n, bool stream, const void *ctx)
+                            int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -14865,7 +15077,7 @@ square_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int
 
 YT__STEPPED_AVX2_TARGET static void
 square_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                        int64_t rows, bool stream, const void *ctx)
+                        int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14875,17 +15087,18 @@ square_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const in
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? square_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : square_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? square_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : square_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? square_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : square_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? square_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : square_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = square_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = square_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = square_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = square_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = square_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = square_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch,
+                                            ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14935,13 +15148,13 @@ square_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 square_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                       int64_t n, bool stream, const void *ctx)
+                       int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -14958,7 +15171,7 @@ square_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t 
 
 YT__STEPPED_TARGET static void
 square_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                   int64_t rows, bool stream, const void *ctx)
+                   int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14968,17 +15181,17 @@ square_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? square_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : square_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? square_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : square_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? square_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : square_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? square_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : square_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = square_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = square_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = square_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = square_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = square_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = square_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14989,13 +15202,13 @@ square_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 square_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                            int64_t n, bool stream, const void *ctx)
+                            int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -15012,7 +15225,7 @@ square_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int
 
 YT__STEPPED_AVX2_TARGET static void
 square_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                        int64_t rows, bool stream, const void *ctx)
+                        int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15022,17 +15235,18 @@ square_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const in
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? square_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : square_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? square_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : square_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? square_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : square_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? square_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : square_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = square_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = square_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = square_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = square_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = square_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = square_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch,
+                                            ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15209,13 +15423,13 @@ reciprocal_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 reciprocal_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -15232,7 +15446,7 @@ reciprocal_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_TARGET static void
 reciprocal_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15242,17 +15456,17 @@ reciprocal_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? reciprocal_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : reciprocal_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? reciprocal_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : reciprocal_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? reciprocal_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : reciprocal_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? reciprocal_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : reciprocal_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = reciprocal_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = reciprocal_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = reciprocal_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = reciprocal_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = reciprocal_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = reciprocal_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15263,13 +15477,13 @@ reciprocal_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 reciprocal_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, bool stream, const void *ctx)
+                                int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -15286,7 +15500,8 @@ reciprocal_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
 
 YT__STEPPED_AVX2_TARGET static void
 reciprocal_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15296,17 +15511,18 @@ reciprocal_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? reciprocal_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : reciprocal_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? reciprocal_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : reciprocal_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? reciprocal_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : reciprocal_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? reciprocal_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : reciprocal_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = reciprocal_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = reciprocal_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = reciprocal_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = reciprocal_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = reciprocal_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = reciprocal_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch,
+                                                ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15356,13 +15572,13 @@ reciprocal_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 reciprocal_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -15379,7 +15595,7 @@ reciprocal_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_TARGET static void
 reciprocal_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15389,17 +15605,17 @@ reciprocal_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? reciprocal_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : reciprocal_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? reciprocal_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : reciprocal_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? reciprocal_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : reciprocal_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? reciprocal_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : reciprocal_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = reciprocal_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = reciprocal_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = reciprocal_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = reciprocal_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = reciprocal_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = reciprocal_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15410,13 +15626,13 @@ reciprocal_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 reciprocal_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, bool stream, const void *ctx)
+                                int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -15433,7 +15649,8 @@ reciprocal_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
 
 YT__STEPPED_AVX2_TARGET static void
 reciprocal_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15443,17 +15660,18 @@ reciprocal_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? reciprocal_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : reciprocal_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? reciprocal_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : reciprocal_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? reciprocal_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : reciprocal_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? reciprocal_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : reciprocal_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = reciprocal_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = reciprocal_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = reciprocal_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = reciprocal_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = reciprocal_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = reciprocal_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch,
+                                                ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15618,13 +15836,13 @@ cos_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 cos_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    bool stream, const void *ctx)
+                    bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -15641,7 +15859,7 @@ cos_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 cos_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15651,17 +15869,17 @@ cos_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? cos_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : cos_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? cos_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : cos_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? cos_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : cos_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? cos_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : cos_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = cos_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = cos_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = cos_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = cos_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = cos_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = cos_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15672,13 +15890,13 @@ cos_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 cos_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, bool stream, const void *ctx)
+                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -15695,7 +15913,7 @@ cos_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 cos_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15705,17 +15923,17 @@ cos_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? cos_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : cos_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? cos_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : cos_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? cos_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : cos_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? cos_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : cos_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = cos_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = cos_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = cos_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = cos_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = cos_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = cos_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15767,13 +15985,13 @@ cos_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 cos_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    bool stream, const void *ctx)
+                    bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -15790,7 +16008,7 @@ cos_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 cos_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15800,17 +16018,17 @@ cos_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? cos_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : cos_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? cos_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : cos_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? cos_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : cos_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? cos_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : cos_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = cos_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = cos_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = cos_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = cos_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = cos_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = cos_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15821,13 +16039,13 @@ cos_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 cos_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, bool stream, const void *ctx)
+                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -15844,7 +16062,7 @@ cos_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 cos_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15854,17 +16072,17 @@ cos_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? cos_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : cos_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? cos_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : cos_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? cos_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : cos_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? cos_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : cos_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = cos_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = cos_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = cos_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = cos_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = cos_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = cos_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -16218,13 +16436,13 @@ trunc_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 trunc_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      bool stream, const void *ctx)
+                      bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -16241,7 +16459,7 @@ trunc_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t s
 
 YT__STEPPED_TARGET static void
 trunc_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, bool stream, const void *ctx)
+                  int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -16251,17 +16469,17 @@ trunc_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? trunc_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : trunc_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? trunc_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : trunc_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? trunc_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : trunc_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? trunc_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : trunc_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = trunc_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = trunc_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = trunc_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = trunc_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = trunc_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = trunc_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -16272,13 +16490,13 @@ trunc_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 trunc_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -16295,7 +16513,7 @@ trunc_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_AVX2_TARGET static void
 trunc_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -16305,17 +16523,17 @@ trunc_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? trunc_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : trunc_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? trunc_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : trunc_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? trunc_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : trunc_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? trunc_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : trunc_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = trunc_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = trunc_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = trunc_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = trunc_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = trunc_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = trunc_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -16365,13 +16583,13 @@ trunc_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 trunc_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      bool stream, const void *ctx)
+                      bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -16388,7 +16606,7 @@ trunc_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t s
 
 YT__STEPPED_TARGET static void
 trunc_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, bool stream, const void *ctx)
+                  int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -16398,17 +16616,17 @@ trunc_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? trunc_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : trunc_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? trunc_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : trunc_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? trunc_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : trunc_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? trunc_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : trunc_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = trunc_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = trunc_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = trunc_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = trunc_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = trunc_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = trunc_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -16419,13 +16637,13 @@ trunc_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 trunc_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -16442,7 +16660,7 @@ trunc_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_AVX2_TARGET static void
 trunc_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -16452,17 +16670,17 @@ trunc_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? trunc_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : trunc_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? trunc_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : trunc_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? trunc_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : trunc_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? trunc_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : trunc_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = trunc_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = trunc_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = trunc_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = trunc_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = trunc_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = trunc_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -16660,7 +16878,7 @@ elu_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 elu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    bool stream, const void *ctx)
+                    bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float alpha = (float)scalars[0].f;
@@ -16669,7 +16887,7 @@ elu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -16687,7 +16905,7 @@ elu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 elu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -16697,17 +16915,17 @@ elu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? elu_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : elu_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? elu_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : elu_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? elu_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : elu_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? elu_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : elu_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = elu_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = elu_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = elu_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = elu_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = elu_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = elu_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -16718,7 +16936,7 @@ elu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 elu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, bool stream, const void *ctx)
+                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float alpha = (float)scalars[0].f;
@@ -16727,7 +16945,7 @@ elu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -16745,7 +16963,7 @@ elu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 elu_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -16755,17 +16973,17 @@ elu_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? elu_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : elu_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? elu_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : elu_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? elu_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : elu_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? elu_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : elu_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = elu_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = elu_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = elu_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = elu_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = elu_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = elu_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -16823,7 +17041,7 @@ elu_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 elu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    bool stream, const void *ctx)
+                    bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double alpha = (double)scalars[0].f;
@@ -16832,7 +17050,7 @@ elu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -16850,7 +17068,7 @@ elu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 elu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -16860,17 +17078,17 @@ elu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? elu_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : elu_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? elu_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : elu_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? elu_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : elu_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? elu_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : elu_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = elu_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = elu_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = elu_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = elu_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = elu_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = elu_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -16881,7 +17099,7 @@ elu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 elu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, bool stream, const void *ctx)
+                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double alpha = (double)scalars[0].f;
@@ -16890,7 +17108,7 @@ elu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -16908,7 +17126,7 @@ elu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 elu_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -16918,17 +17136,17 @@ elu_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? elu_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : elu_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? elu_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : elu_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? elu_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : elu_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? elu_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : elu_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = elu_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = elu_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = elu_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = elu_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = elu_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = elu_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -17098,13 +17316,13 @@ silu_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 silu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     bool stream, const void *ctx)
+                     bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -17121,7 +17339,7 @@ silu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t se
 
 YT__STEPPED_TARGET static void
 silu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, bool stream, const void *ctx)
+                 int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -17131,17 +17349,17 @@ silu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? silu_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : silu_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? silu_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : silu_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? silu_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : silu_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? silu_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : silu_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = silu_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = silu_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = silu_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = silu_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = silu_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = silu_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -17152,13 +17370,13 @@ silu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 silu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -17175,7 +17393,7 @@ silu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_AVX2_TARGET static void
 silu_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -17185,17 +17403,17 @@ silu_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? silu_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : silu_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? silu_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : silu_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? silu_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : silu_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? silu_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : silu_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = silu_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = silu_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = silu_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = silu_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = silu_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = silu_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -17247,13 +17465,13 @@ silu_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 silu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     bool stream, const void *ctx)
+                     bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -17270,7 +17488,7 @@ silu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t se
 
 YT__STEPPED_TARGET static void
 silu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, bool stream, const void *ctx)
+                 int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -17280,17 +17498,17 @@ silu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? silu_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : silu_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? silu_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : silu_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? silu_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : silu_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? silu_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : silu_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = silu_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = silu_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = silu_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = silu_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = silu_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = silu_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -17301,13 +17519,13 @@ silu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 silu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -17324,7 +17542,7 @@ silu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_AVX2_TARGET static void
 silu_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -17334,17 +17552,17 @@ silu_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? silu_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : silu_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? silu_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : silu_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? silu_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : silu_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? silu_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : silu_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = silu_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = silu_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = silu_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = silu_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = silu_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = silu_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -17605,13 +17823,13 @@ gelu_blocks_f32_none(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 gelu_stepped_row_f32_none(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -17628,7 +17846,7 @@ gelu_stepped_row_f32_none(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_TARGET static void
 gelu_stepped_f32_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -17638,17 +17856,17 @@ gelu_stepped_f32_none(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? gelu_stepped_row_f32_none(out, 4, self_p, 8, n, true, ctx)
-                       : gelu_stepped_row_f32_none(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? gelu_stepped_row_f32_none(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : gelu_stepped_row_f32_none(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? gelu_stepped_row_f32_none(out, 4, self_p, 12, n, true, ctx)
-                       : gelu_stepped_row_f32_none(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? gelu_stepped_row_f32_none(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : gelu_stepped_row_f32_none(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = gelu_stepped_row_f32_none(out, 8, self_p, 4, n, false, ctx);
+            i = gelu_stepped_row_f32_none(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = gelu_stepped_row_f32_none(out, 8, self_p, 8, n, false, ctx);
+            i = gelu_stepped_row_f32_none(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = gelu_stepped_row_f32_none(out, out_step, self_p, self_step, n, stream, ctx);
+            i = gelu_stepped_row_f32_none(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -17659,13 +17877,13 @@ gelu_stepped_f32_none(char **data, const int64_t *strides, int64_t n, const int6
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 gelu_stepped_row_avx2_f32_none(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, bool stream, const void *ctx)
+                               int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -17682,7 +17900,8 @@ gelu_stepped_row_avx2_f32_none(char *out, int64_t out_step, const char *self_p, 
 
 YT__STEPPED_AVX2_TARGET static void
 gelu_stepped_avx2_f32_none(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                           const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -17692,17 +17911,18 @@ gelu_stepped_avx2_f32_none(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? gelu_stepped_row_avx2_f32_none(out, 4, self_p, 8, n, true, ctx)
-                       : gelu_stepped_row_avx2_f32_none(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? gelu_stepped_row_avx2_f32_none(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : gelu_stepped_row_avx2_f32_none(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? gelu_stepped_row_avx2_f32_none(out, 4, self_p, 12, n, true, ctx)
-                       : gelu_stepped_row_avx2_f32_none(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? gelu_stepped_row_avx2_f32_none(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : gelu_stepped_row_avx2_f32_none(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = gelu_stepped_row_avx2_f32_none(out, 8, self_p, 4, n, false, ctx);
+            i = gelu_stepped_row_avx2_f32_none(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = gelu_stepped_row_avx2_f32_none(out, 8, self_p, 8, n, false, ctx);
+            i = gelu_stepped_row_avx2_f32_none(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = gelu_stepped_row_avx2_f32_none(out, out_step, self_p, self_step, n, stream, ctx);
+            i = gelu_stepped_row_avx2_f32_none(out, out_step, self_p, self_step, n, stream, fetch,
+                                               ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -17760,13 +17980,13 @@ gelu_blocks_f32_tanh(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 gelu_stepped_row_f32_tanh(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -17786,7 +18006,7 @@ gelu_stepped_row_f32_tanh(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_TARGET static void
 gelu_stepped_f32_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -17796,17 +18016,17 @@ gelu_stepped_f32_tanh(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? gelu_stepped_row_f32_tanh(out, 4, self_p, 8, n, true, ctx)
-                       : gelu_stepped_row_f32_tanh(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? gelu_stepped_row_f32_tanh(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : gelu_stepped_row_f32_tanh(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? gelu_stepped_row_f32_tanh(out, 4, self_p, 12, n, true, ctx)
-                       : gelu_stepped_row_f32_tanh(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? gelu_stepped_row_f32_tanh(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : gelu_stepped_row_f32_tanh(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = gelu_stepped_row_f32_tanh(out, 8, self_p, 4, n, false, ctx);
+            i = gelu_stepped_row_f32_tanh(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = gelu_stepped_row_f32_tanh(out, 8, self_p, 8, n, false, ctx);
+            i = gelu_stepped_row_f32_tanh(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = gelu_stepped_row_f32_tanh(out, out_step, self_p, self_step, n, stream, ctx);
+            i = gelu_stepped_row_f32_tanh(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -17817,13 +18037,13 @@ gelu_stepped_f32_tanh(char **data, const int64_t *strides, int64_t n, const int6
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 gelu_stepped_row_avx2_f32_tanh(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, bool stream, const void *ctx)
+                               int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -17843,7 +18063,8 @@ gelu_stepped_row_avx2_f32_tanh(char *out, int64_t out_step, const char *self_p, 
 
 YT__STEPPED_AVX2_TARGET static void
 gelu_stepped_avx2_f32_tanh(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                           const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -17853,17 +18074,18 @@ gelu_stepped_avx2_f32_tanh(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? gelu_stepped_row_avx2_f32_tanh(out, 4, self_p, 8, n, true, ctx)
-                       : gelu_stepped_row_avx2_f32_tanh(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? gelu_stepped_row_avx2_f32_tanh(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : gelu_stepped_row_avx2_f32_tanh(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? gelu_stepped_row_avx2_f32_tanh(out, 4, self_p, 12, n, true, ctx)
-                       : gelu_stepped_row_avx2_f32_tanh(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? gelu_stepped_row_avx2_f32_tanh(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : gelu_stepped_row_avx2_f32_tanh(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = gelu_stepped_row_avx2_f32_tanh(out, 8, self_p, 4, n, false, ctx);
+            i = gelu_stepped_row_avx2_f32_tanh(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = gelu_stepped_row_avx2_f32_tanh(out, 8, self_p, 8, n, false, ctx);
+            i = gelu_stepped_row_avx2_f32_tanh(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = gelu_stepped_row_avx2_f32_tanh(out, out_step, self_p, self_step, n, stream, ctx);
+            i = gelu_stepped_row_avx2_f32_tanh(out, out_step, self_p, self_step, n, stream, fetch,
+                                               ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -17915,13 +18137,13 @@ gelu_blocks_f64_none(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 gelu_stepped_row_f64_none(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -17938,7 +18160,7 @@ gelu_stepped_row_f64_none(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_TARGET static void
 gelu_stepped_f64_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -17948,17 +18170,17 @@ gelu_stepped_f64_none(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? gelu_stepped_row_f64_none(out, 8, self_p, 16, n, true, ctx)
-                       : gelu_stepped_row_f64_none(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? gelu_stepped_row_f64_none(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : gelu_stepped_row_f64_none(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? gelu_stepped_row_f64_none(out, 8, self_p, 24, n, true, ctx)
-                       : gelu_stepped_row_f64_none(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? gelu_stepped_row_f64_none(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : gelu_stepped_row_f64_none(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = gelu_stepped_row_f64_none(out, 16, self_p, 8, n, false, ctx);
+            i = gelu_stepped_row_f64_none(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = gelu_stepped_row_f64_none(out, 16, self_p, 16, n, false, ctx);
+            i = gelu_stepped_row_f64_none(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = gelu_stepped_row_f64_none(out, out_step, self_p, self_step, n, stream, ctx);
+            i = gelu_stepped_row_f64_none(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -17969,13 +18191,13 @@ gelu_stepped_f64_none(char **data, const int64_t *strides, int64_t n, const int6
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 gelu_stepped_row_avx2_f64_none(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, bool stream, const void *ctx)
+                               int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -17992,7 +18214,8 @@ gelu_stepped_row_avx2_f64_none(char *out, int64_t out_step, const char *self_p, 
 
 YT__STEPPED_AVX2_TARGET static void
 gelu_stepped_avx2_f64_none(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                           const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -18002,17 +18225,18 @@ gelu_stepped_avx2_f64_none(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? gelu_stepped_row_avx2_f64_none(out, 8, self_p, 16, n, true, ctx)
-                       : gelu_stepped_row_avx2_f64_none(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? gelu_stepped_row_avx2_f64_none(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : gelu_stepped_row_avx2_f64_none(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? gelu_stepped_row_avx2_f64_none(out, 8, self_p, 24, n, true, ctx)
-                       : gelu_stepped_row_avx2_f64_none(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? gelu_stepped_row_avx2_f64_none(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : gelu_stepped_row_avx2_f64_none(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = gelu_stepped_row_avx2_f64_none(out, 16, self_p, 8, n, false, ctx);
+            i = gelu_stepped_row_avx2_f64_none(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = gelu_stepped_row_avx2_f64_none(out, 16, self_p, 16, n, false, ctx);
+            i = gelu_stepped_row_avx2_f64_none(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = gelu_stepped_row_avx2_f64_none(out, out_step, self_p, self_step, n, stream, ctx);
+            i = gelu_stepped_row_avx2_f64_none(out, out_step, self_p, self_step, n, stream, fetch,
+                                               ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -18070,13 +18294,13 @@ gelu_blocks_f64_tanh(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 gelu_stepped_row_f64_tanh(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -18096,7 +18320,7 @@ gelu_stepped_row_f64_tanh(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_TARGET static void
 gelu_stepped_f64_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -18106,17 +18330,17 @@ gelu_stepped_f64_tanh(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? gelu_stepped_row_f64_tanh(out, 8, self_p, 16, n, true, ctx)
-                       : gelu_stepped_row_f64_tanh(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? gelu_stepped_row_f64_tanh(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : gelu_stepped_row_f64_tanh(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? gelu_stepped_row_f64_tanh(out, 8, self_p, 24, n, true, ctx)
-                       : gelu_stepped_row_f64_tanh(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? gelu_stepped_row_f64_tanh(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : gelu_stepped_row_f64_tanh(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = gelu_stepped_row_f64_tanh(out, 16, self_p, 8, n, false, ctx);
+            i = gelu_stepped_row_f64_tanh(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = gelu_stepped_row_f64_tanh(out, 16, self_p, 16, n, false, ctx);
+            i = gelu_stepped_row_f64_tanh(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = gelu_stepped_row_f64_tanh(out, out_step, self_p, self_step, n, stream, ctx);
+            i = gelu_stepped_row_f64_tanh(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -18127,13 +18351,13 @@ gelu_stepped_f64_tanh(char **data, const int64_t *strides, int64_t n, const int6
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 gelu_stepped_row_avx2_f64_tanh(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, bool stream, const void *ctx)
+                               int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -18153,7 +18377,8 @@ gelu_stepped_row_avx2_f64_tanh(char *out, int64_t out_step, const char *self_p, 
 
 YT__STEPPED_AVX2_TARGET static void
 gelu_stepped_avx2_f64_tanh(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                           const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -18163,17 +18388,18 @@ gelu_stepped_avx2_f64_tanh(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? gelu_stepped_row_avx2_f64_tanh(out, 8, self_p, 16, n, true, ctx)
-                       : gelu_stepped_row_avx2_f64_tanh(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? gelu_stepped_row_avx2_f64_tanh(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : gelu_stepped_row_avx2_f64_tanh(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? gelu_stepped_row_avx2_f64_tanh(out, 8, self_p, 24, n, true, ctx)
-                       : gelu_stepped_row_avx2_f64_tanh(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? gelu_stepped_row_avx2_f64_tanh(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : gelu_stepped_row_avx2_f64_tanh(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = gelu_stepped_row_avx2_f64_tanh(out, 16, self_p, 8, n, false, ctx);
+            i = gelu_stepped_row_avx2_f64_tanh(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = gelu_stepped_row_avx2_f64_tanh(out, 16, self_p, 16, n, false, ctx);
+            i = gelu_stepped_row_avx2_f64_tanh(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = gelu_stepped_row_avx2_f64_tanh(out, out_step, self_p, self_step, n, stream, ctx);
+            i = gelu_stepped_row_avx2_f64_tanh(out, out_step, self_p, self_step, n, stream, fetch,
+                                               ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -20722,15 +20948,15 @@ YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 binary_cross_entropy_elementwise_stepped_row_f32(char *out, int64_t out_step, const char *self_p,
                                                  int64_t self_step, const char *target_p,
                                                  int64_t target_step, int64_t n, bool stream,
-                                                 const void *ctx)
+                                                 bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], target_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(target_lanes, target_p + i * target_step, target_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(target_lanes, target_p + i * target_step, target_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -20751,7 +20977,7 @@ binary_cross_entropy_elementwise_stepped_row_f32(char *out, int64_t out_step, co
 YT__STEPPED_TARGET static void
 binary_cross_entropy_elementwise_stepped_f32(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows, bool stream,
-                                             const void *ctx)
+                                             bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -20763,35 +20989,38 @@ binary_cross_entropy_elementwise_stepped_f32(char **data, const int64_t *strides
         const char *target_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && target_step == 4)
-            i = stream ? binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 8,
-                                                                          target_p, 4, n, true, ctx)
-                       : binary_cross_entropy_elementwise_stepped_row_f32(
-                             out, 4, self_p, 8, target_p, 4, n, false, ctx);
+            i = stream
+                    ? binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 8, target_p,
+                                                                       4, n, true, fetch, ctx)
+                    : binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 8, target_p,
+                                                                       4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && target_step == 4)
-            i = stream ? binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 12,
-                                                                          target_p, 4, n, true, ctx)
-                       : binary_cross_entropy_elementwise_stepped_row_f32(
-                             out, 4, self_p, 12, target_p, 4, n, false, ctx);
+            i = stream
+                    ? binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 12, target_p,
+                                                                       4, n, true, fetch, ctx)
+                    : binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 12, target_p,
+                                                                       4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && target_step == 8)
-            i = stream ? binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 4,
-                                                                          target_p, 8, n, true, ctx)
-                       : binary_cross_entropy_elementwise_stepped_row_f32(
-                             out, 4, self_p, 4, target_p, 8, n, false, ctx);
+            i = stream
+                    ? binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 4, target_p,
+                                                                       8, n, true, fetch, ctx)
+                    : binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 4, target_p,
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && target_step == 12)
             i = stream
                     ? binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 4, target_p,
-                                                                       12, n, true, ctx)
+                                                                       12, n, true, fetch, ctx)
                     : binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 4, target_p,
-                                                                       12, n, false, ctx);
+                                                                       12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && target_step == 4)
             i = binary_cross_entropy_elementwise_stepped_row_f32(out, 8, self_p, 4, target_p, 4, n,
-                                                                 false, ctx);
+                                                                 false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && target_step == 4)
             i = binary_cross_entropy_elementwise_stepped_row_f32(out, 8, self_p, 8, target_p, 4, n,
-                                                                 false, ctx);
+                                                                 false, fetch, ctx);
         else
             i = binary_cross_entropy_elementwise_stepped_row_f32(
-                out, out_step, self_p, self_step, target_p, target_step, n, stream, ctx);
+                out, out_step, self_p, self_step, target_p, target_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -20804,15 +21033,16 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 binary_cross_entropy_elementwise_stepped_row_avx2_f32(char *out, int64_t out_step,
                                                       const char *self_p, int64_t self_step,
                                                       const char *target_p, int64_t target_step,
-                                                      int64_t n, bool stream, const void *ctx)
+                                                      int64_t n, bool stream, bool fetch,
+                                                      const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], target_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(target_lanes, target_p + i * target_step, target_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(target_lanes, target_p + i * target_step, target_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -20833,7 +21063,7 @@ binary_cross_entropy_elementwise_stepped_row_avx2_f32(char *out, int64_t out_ste
 YT__STEPPED_AVX2_TARGET static void
 binary_cross_entropy_elementwise_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
                                                   const int64_t *row_strides, int64_t rows,
-                                                  bool stream, const void *ctx)
+                                                  bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -20846,33 +21076,33 @@ binary_cross_entropy_elementwise_stepped_avx2_f32(char **data, const int64_t *st
         int64_t i;
         if (out_step == 4 && self_step == 8 && target_step == 4)
             i = stream ? binary_cross_entropy_elementwise_stepped_row_avx2_f32(
-                             out, 4, self_p, 8, target_p, 4, n, true, ctx)
+                             out, 4, self_p, 8, target_p, 4, n, true, fetch, ctx)
                        : binary_cross_entropy_elementwise_stepped_row_avx2_f32(
-                             out, 4, self_p, 8, target_p, 4, n, false, ctx);
+                             out, 4, self_p, 8, target_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && target_step == 4)
             i = stream ? binary_cross_entropy_elementwise_stepped_row_avx2_f32(
-                             out, 4, self_p, 12, target_p, 4, n, true, ctx)
+                             out, 4, self_p, 12, target_p, 4, n, true, fetch, ctx)
                        : binary_cross_entropy_elementwise_stepped_row_avx2_f32(
-                             out, 4, self_p, 12, target_p, 4, n, false, ctx);
+                             out, 4, self_p, 12, target_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && target_step == 8)
             i = stream ? binary_cross_entropy_elementwise_stepped_row_avx2_f32(
-                             out, 4, self_p, 4, target_p, 8, n, true, ctx)
+                             out, 4, self_p, 4, target_p, 8, n, true, fetch, ctx)
                        : binary_cross_entropy_elementwise_stepped_row_avx2_f32(
-                             out, 4, self_p, 4, target_p, 8, n, false, ctx);
+                             out, 4, self_p, 4, target_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && target_step == 12)
             i = stream ? binary_cross_entropy_elementwise_stepped_row_avx2_f32(
-                             out, 4, self_p, 4, target_p, 12, n, true, ctx)
+                             out, 4, self_p, 4, target_p, 12, n, true, fetch, ctx)
                        : binary_cross_entropy_elementwise_stepped_row_avx2_f32(
-                             out, 4, self_p, 4, target_p, 12, n, false, ctx);
+                             out, 4, self_p, 4, target_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && target_step == 4)
             i = binary_cross_entropy_elementwise_stepped_row_avx2_f32(out, 8, self_p, 4, target_p,
-                                                                      4, n, false, ctx);
+                                                                      4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && target_step == 4)
             i = binary_cross_entropy_elementwise_stepped_row_avx2_f32(out, 8, self_p, 8, target_p,
-                                                                      4, n, false, ctx);
+                                                                      4, n, false, fetch, ctx);
         else
             i = binary_cross_entropy_elementwise_stepped_row_avx2_f32(
-                out, out_step, self_p, self_step, target_p, target_step, n, stream, ctx);
+                out, out_step, self_p, self_step, target_p, target_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -20958,15 +21188,15 @@ YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 binary_cross_entropy_elementwise_stepped_row_f64(char *out, int64_t out_step, const char *self_p,
                                                  int64_t self_step, const char *target_p,
                                                  int64_t target_step, int64_t n, bool stream,
-                                                 const void *ctx)
+                                                 bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], target_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(target_lanes, target_p + i * target_step, target_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(target_lanes, target_p + i * target_step, target_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -20987,7 +21217,7 @@ binary_cross_entropy_elementwise_stepped_row_f64(char *out, int64_t out_step, co
 YT__STEPPED_TARGET static void
 binary_cross_entropy_elementwise_stepped_f64(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows, bool stream,
-                                             const void *ctx)
+                                             bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -20999,36 +21229,38 @@ binary_cross_entropy_elementwise_stepped_f64(char **data, const int64_t *strides
         const char *target_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && target_step == 8)
-            i = stream ? binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 16,
-                                                                          target_p, 8, n, true, ctx)
-                       : binary_cross_entropy_elementwise_stepped_row_f64(
-                             out, 8, self_p, 16, target_p, 8, n, false, ctx);
+            i = stream
+                    ? binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 16, target_p,
+                                                                       8, n, true, fetch, ctx)
+                    : binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 16, target_p,
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && target_step == 8)
-            i = stream ? binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 24,
-                                                                          target_p, 8, n, true, ctx)
-                       : binary_cross_entropy_elementwise_stepped_row_f64(
-                             out, 8, self_p, 24, target_p, 8, n, false, ctx);
+            i = stream
+                    ? binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 24, target_p,
+                                                                       8, n, true, fetch, ctx)
+                    : binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 24, target_p,
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && target_step == 16)
             i = stream
                     ? binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 8, target_p,
-                                                                       16, n, true, ctx)
+                                                                       16, n, true, fetch, ctx)
                     : binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 8, target_p,
-                                                                       16, n, false, ctx);
+                                                                       16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && target_step == 24)
             i = stream
                     ? binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 8, target_p,
-                                                                       24, n, true, ctx)
+                                                                       24, n, true, fetch, ctx)
                     : binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 8, target_p,
-                                                                       24, n, false, ctx);
+                                                                       24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && target_step == 8)
             i = binary_cross_entropy_elementwise_stepped_row_f64(out, 16, self_p, 8, target_p, 8, n,
-                                                                 false, ctx);
+                                                                 false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && target_step == 8)
             i = binary_cross_entropy_elementwise_stepped_row_f64(out, 16, self_p, 16, target_p, 8,
-                                                                 n, false, ctx);
+                                                                 n, false, fetch, ctx);
         else
             i = binary_cross_entropy_elementwise_stepped_row_f64(
-                out, out_step, self_p, self_step, target_p, target_step, n, stream, ctx);
+                out, out_step, self_p, self_step, target_p, target_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -21041,15 +21273,16 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 binary_cross_entropy_elementwise_stepped_row_avx2_f64(char *out, int64_t out_step,
                                                       const char *self_p, int64_t self_step,
                                                       const char *target_p, int64_t target_step,
-                                                      int64_t n, bool stream, const void *ctx)
+                                                      int64_t n, bool stream, bool fetch,
+                                                      const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], target_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(target_lanes, target_p + i * target_step, target_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(target_lanes, target_p + i * target_step, target_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -21070,7 +21303,7 @@ binary_cross_entropy_elementwise_stepped_row_avx2_f64(char *out, int64_t out_ste
 YT__STEPPED_AVX2_TARGET static void
 binary_cross_entropy_elementwise_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
                                                   const int64_t *row_strides, int64_t rows,
-                                                  bool stream, const void *ctx)
+                                                  bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -21083,33 +21316,33 @@ binary_cross_entropy_elementwise_stepped_avx2_f64(char **data, const int64_t *st
         int64_t i;
         if (out_step == 8 && self_step == 16 && target_step == 8)
             i = stream ? binary_cross_entropy_elementwise_stepped_row_avx2_f64(
-                             out, 8, self_p, 16, target_p, 8, n, true, ctx)
+                             out, 8, self_p, 16, target_p, 8, n, true, fetch, ctx)
                        : binary_cross_entropy_elementwise_stepped_row_avx2_f64(
-                             out, 8, self_p, 16, target_p, 8, n, false, ctx);
+                             out, 8, self_p, 16, target_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && target_step == 8)
             i = stream ? binary_cross_entropy_elementwise_stepped_row_avx2_f64(
-                             out, 8, self_p, 24, target_p, 8, n, true, ctx)
+                             out, 8, self_p, 24, target_p, 8, n, true, fetch, ctx)
                        : binary_cross_entropy_elementwise_stepped_row_avx2_f64(
-                             out, 8, self_p, 24, target_p, 8, n, false, ctx);
+                             out, 8, self_p, 24, target_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && target_step == 16)
             i = stream ? binary_cross_entropy_elementwise_stepped_row_avx2_f64(
-                             out, 8, self_p, 8, target_p, 16, n, true, ctx)
+                             out, 8, self_p, 8, target_p, 16, n, true, fetch, ctx)
                        : binary_cross_entropy_elementwise_stepped_row_avx2_f64(
-                             out, 8, self_p, 8, target_p, 16, n, false, ctx);
+                             out, 8, self_p, 8, target_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && target_step == 24)
             i = stream ? binary_cross_entropy_elementwise_stepped_row_avx2_f64(
-                             out, 8, self_p, 8, target_p, 24, n, true, ctx)
+                             out, 8, self_p, 8, target_p, 24, n, true, fetch, ctx)
                        : binary_cross_entropy_elementwise_stepped_row_avx2_f64(
-                             out, 8, self_p, 8, target_p, 24, n, false, ctx);
+                             out, 8, self_p, 8, target_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && target_step == 8)
             i = binary_cross_entropy_elementwise_stepped_row_avx2_f64(out, 16, self_p, 8, target_p,
-                                                                      8, n, false, ctx);
+                                                                      8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && target_step == 8)
             i = binary_cross_entropy_elementwise_stepped_row_avx2_f64(out, 16, self_p, 16, target_p,
-                                                                      8, n, false, ctx);
+                                                                      8, n, false, fetch, ctx);
         else
             i = binary_cross_entropy_elementwise_stepped_row_avx2_f64(
-                out, out_step, self_p, self_step, target_p, target_step, n, stream, ctx);
+                out, out_step, self_p, self_step, target_p, target_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)

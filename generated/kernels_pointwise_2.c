@@ -21,7 +21,8 @@
  * apart, the output 2 apart, or both in place, the rest contiguous: codegen/lower.py, _step_cases)
  * with those steps as constants, so that the lanes' tests of each operand's step fold away, and
  * once more for any other steps; with a contiguous output, once storing it around the caches and
- * once plainly (the form's `stream`, yt__stepped_fn). */
+ * once plainly (the form's `stream`, yt__stepped_fn); whether the rows fetch their stepped
+ * operands' lines ahead (`fetch`) is tested as they run. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -619,7 +620,7 @@ maximum_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 maximum_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                        const char *other_p, int64_t other_step, int64_t n, bool stream,
+                        const char *other_p, int64_t other_step, int64_t n, bool stream, bool fetch,
                         const void *ctx)
 {
     (void)ctx;
@@ -627,8 +628,8 @@ maximum_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -646,7 +647,7 @@ maximum_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t
 
 YT__STEPPED_TARGET static void
 maximum_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                    int64_t rows, bool stream, const void *ctx)
+                    int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -658,24 +659,28 @@ maximum_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = stream ? maximum_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
-                       : maximum_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
+            i = stream
+                    ? maximum_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, fetch, ctx)
+                    : maximum_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = stream ? maximum_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
-                       : maximum_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
+            i = stream
+                    ? maximum_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, fetch, ctx)
+                    : maximum_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = stream ? maximum_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
-                       : maximum_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
+            i = stream
+                    ? maximum_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, fetch, ctx)
+                    : maximum_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = stream ? maximum_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
-                       : maximum_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
+            i = stream
+                    ? maximum_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, fetch, ctx)
+                    : maximum_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = maximum_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
+            i = maximum_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = maximum_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
+            i = maximum_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else
             i = maximum_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n,
-                                        stream, ctx);
+                                        stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -687,15 +692,15 @@ maximum_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 maximum_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                              const char *other_p, int64_t other_step, int64_t n, bool stream,
-                             const void *ctx)
+                             bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -713,7 +718,7 @@ maximum_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, in
 
 YT__STEPPED_AVX2_TARGET static void
 maximum_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, bool stream, const void *ctx)
+                         int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -725,26 +730,32 @@ maximum_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const i
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = stream ? maximum_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
-                       : maximum_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
+            i = stream ? maximum_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, fetch,
+                                                      ctx)
+                       : maximum_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false,
+                                                      fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = stream
-                    ? maximum_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
-                    : maximum_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
+            i = stream ? maximum_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true,
+                                                      fetch, ctx)
+                       : maximum_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false,
+                                                      fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = stream ? maximum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
-                       : maximum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
+            i = stream ? maximum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, fetch,
+                                                      ctx)
+                       : maximum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false,
+                                                      fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = stream
-                    ? maximum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
-                    : maximum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
+            i = stream ? maximum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true,
+                                                      fetch, ctx)
+                       : maximum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false,
+                                                      fetch, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = maximum_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
+            i = maximum_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = maximum_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
+            i = maximum_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else
             i = maximum_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p, other_step,
-                                             n, stream, ctx);
+                                             n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -818,7 +829,7 @@ maximum_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 maximum_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                        const char *other_p, int64_t other_step, int64_t n, bool stream,
+                        const char *other_p, int64_t other_step, int64_t n, bool stream, bool fetch,
                         const void *ctx)
 {
     (void)ctx;
@@ -826,8 +837,8 @@ maximum_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -845,7 +856,7 @@ maximum_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t
 
 YT__STEPPED_TARGET static void
 maximum_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                    int64_t rows, bool stream, const void *ctx)
+                    int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -857,24 +868,28 @@ maximum_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = stream ? maximum_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
-                       : maximum_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
+            i = stream
+                    ? maximum_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, fetch, ctx)
+                    : maximum_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = stream ? maximum_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
-                       : maximum_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
+            i = stream
+                    ? maximum_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, fetch, ctx)
+                    : maximum_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = stream ? maximum_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
-                       : maximum_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
+            i = stream
+                    ? maximum_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, fetch, ctx)
+                    : maximum_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = stream ? maximum_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
-                       : maximum_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
+            i = stream
+                    ? maximum_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, fetch, ctx)
+                    : maximum_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = maximum_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
+            i = maximum_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = maximum_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
+            i = maximum_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, fetch, ctx);
         else
             i = maximum_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n,
-                                        stream, ctx);
+                                        stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -886,15 +901,15 @@ maximum_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 maximum_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                              const char *other_p, int64_t other_step, int64_t n, bool stream,
-                             const void *ctx)
+                             bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -912,7 +927,7 @@ maximum_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, in
 
 YT__STEPPED_AVX2_TARGET static void
 maximum_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, bool stream, const void *ctx)
+                         int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -924,28 +939,32 @@ maximum_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const i
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = stream
-                    ? maximum_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
-                    : maximum_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
+            i = stream ? maximum_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true,
+                                                      fetch, ctx)
+                       : maximum_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false,
+                                                      fetch, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = stream
-                    ? maximum_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
-                    : maximum_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
+            i = stream ? maximum_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true,
+                                                      fetch, ctx)
+                       : maximum_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false,
+                                                      fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = stream
-                    ? maximum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
-                    : maximum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
+            i = stream ? maximum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true,
+                                                      fetch, ctx)
+                       : maximum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false,
+                                                      fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = stream
-                    ? maximum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
-                    : maximum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
+            i = stream ? maximum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true,
+                                                      fetch, ctx)
+                       : maximum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false,
+                                                      fetch, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = maximum_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
+            i = maximum_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = maximum_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
+            i = maximum_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, fetch, ctx);
         else
             i = maximum_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p, other_step,
-                                             n, stream, ctx);
+                                             n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -1325,14 +1344,14 @@ clamp_max_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_max_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float max = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -1349,7 +1368,7 @@ clamp_max_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_TARGET static void
 clamp_max_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1359,17 +1378,17 @@ clamp_max_stepped_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? clamp_max_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : clamp_max_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? clamp_max_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : clamp_max_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? clamp_max_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : clamp_max_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? clamp_max_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : clamp_max_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clamp_max_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = clamp_max_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clamp_max_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = clamp_max_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = clamp_max_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = clamp_max_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1380,14 +1399,14 @@ clamp_max_stepped_f32(char **data, const int64_t *strides, int64_t n, const int6
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_max_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, bool stream, const void *ctx)
+                               int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float max = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -1404,7 +1423,8 @@ clamp_max_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, 
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_max_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                           const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1414,17 +1434,18 @@ clamp_max_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? clamp_max_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : clamp_max_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? clamp_max_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : clamp_max_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? clamp_max_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : clamp_max_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? clamp_max_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : clamp_max_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clamp_max_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = clamp_max_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clamp_max_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = clamp_max_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = clamp_max_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = clamp_max_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch,
+                                               ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1475,14 +1496,14 @@ clamp_max_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_max_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double max = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -1499,7 +1520,7 @@ clamp_max_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_TARGET static void
 clamp_max_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1509,17 +1530,17 @@ clamp_max_stepped_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? clamp_max_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : clamp_max_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? clamp_max_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : clamp_max_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? clamp_max_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : clamp_max_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? clamp_max_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : clamp_max_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clamp_max_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = clamp_max_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clamp_max_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = clamp_max_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = clamp_max_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = clamp_max_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1530,14 +1551,14 @@ clamp_max_stepped_f64(char **data, const int64_t *strides, int64_t n, const int6
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_max_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, bool stream, const void *ctx)
+                               int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double max = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -1554,7 +1575,8 @@ clamp_max_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, 
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_max_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                           const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1564,17 +1586,18 @@ clamp_max_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? clamp_max_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : clamp_max_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? clamp_max_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : clamp_max_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? clamp_max_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : clamp_max_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? clamp_max_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : clamp_max_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clamp_max_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = clamp_max_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clamp_max_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = clamp_max_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = clamp_max_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = clamp_max_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch,
+                                               ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2142,15 +2165,15 @@ clamp_max_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_max_tensor_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                                  const char *max_p, int64_t max_step, int64_t n, bool stream,
-                                 const void *ctx)
+                                 bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -2168,7 +2191,8 @@ clamp_max_tensor_stepped_row_f32(char *out, int64_t out_step, const char *self_p
 
 YT__STEPPED_TARGET static void
 clamp_max_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                             const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2180,28 +2204,32 @@ clamp_max_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
         const char *max_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && max_step == 4)
-            i = stream
-                    ? clamp_max_tensor_stepped_row_f32(out, 4, self_p, 8, max_p, 4, n, true, ctx)
-                    : clamp_max_tensor_stepped_row_f32(out, 4, self_p, 8, max_p, 4, n, false, ctx);
+            i = stream ? clamp_max_tensor_stepped_row_f32(out, 4, self_p, 8, max_p, 4, n, true,
+                                                          fetch, ctx)
+                       : clamp_max_tensor_stepped_row_f32(out, 4, self_p, 8, max_p, 4, n, false,
+                                                          fetch, ctx);
         else if (out_step == 4 && self_step == 12 && max_step == 4)
-            i = stream
-                    ? clamp_max_tensor_stepped_row_f32(out, 4, self_p, 12, max_p, 4, n, true, ctx)
-                    : clamp_max_tensor_stepped_row_f32(out, 4, self_p, 12, max_p, 4, n, false, ctx);
+            i = stream ? clamp_max_tensor_stepped_row_f32(out, 4, self_p, 12, max_p, 4, n, true,
+                                                          fetch, ctx)
+                       : clamp_max_tensor_stepped_row_f32(out, 4, self_p, 12, max_p, 4, n, false,
+                                                          fetch, ctx);
         else if (out_step == 4 && self_step == 4 && max_step == 8)
-            i = stream
-                    ? clamp_max_tensor_stepped_row_f32(out, 4, self_p, 4, max_p, 8, n, true, ctx)
-                    : clamp_max_tensor_stepped_row_f32(out, 4, self_p, 4, max_p, 8, n, false, ctx);
+            i = stream ? clamp_max_tensor_stepped_row_f32(out, 4, self_p, 4, max_p, 8, n, true,
+                                                          fetch, ctx)
+                       : clamp_max_tensor_stepped_row_f32(out, 4, self_p, 4, max_p, 8, n, false,
+                                                          fetch, ctx);
         else if (out_step == 4 && self_step == 4 && max_step == 12)
-            i = stream
-                    ? clamp_max_tensor_stepped_row_f32(out, 4, self_p, 4, max_p, 12, n, true, ctx)
-                    : clamp_max_tensor_stepped_row_f32(out, 4, self_p, 4, max_p, 12, n, false, ctx);
+            i = stream ? clamp_max_tensor_stepped_row_f32(out, 4, self_p, 4, max_p, 12, n, true,
+                                                          fetch, ctx)
+                       : clamp_max_tensor_stepped_row_f32(out, 4, self_p, 4, max_p, 12, n, false,
+                                                          fetch, ctx);
         else if (out_step == 8 && self_step == 4 && max_step == 4)
-            i = clamp_max_tensor_stepped_row_f32(out, 8, self_p, 4, max_p, 4, n, false, ctx);
+            i = clamp_max_tensor_stepped_row_f32(out, 8, self_p, 4, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 4)
-            i = clamp_max_tensor_stepped_row_f32(out, 8, self_p, 8, max_p, 4, n, false, ctx);
+            i = clamp_max_tensor_stepped_row_f32(out, 8, self_p, 8, max_p, 4, n, false, fetch, ctx);
         else
             i = clamp_max_tensor_stepped_row_f32(out, out_step, self_p, self_step, max_p, max_step,
-                                                 n, stream, ctx);
+                                                 n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2213,15 +2241,15 @@ clamp_max_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_max_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
                                       int64_t self_step, const char *max_p, int64_t max_step,
-                                      int64_t n, bool stream, const void *ctx)
+                                      int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -2239,7 +2267,7 @@ clamp_max_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *s
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_max_tensor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -2253,31 +2281,33 @@ clamp_max_tensor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n
         int64_t i;
         if (out_step == 4 && self_step == 8 && max_step == 4)
             i = stream ? clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, max_p, 4, n, true,
-                                                               ctx)
+                                                               fetch, ctx)
                        : clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, max_p, 4, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && max_step == 4)
             i = stream ? clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, max_p, 4, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, max_p, 4, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && max_step == 8)
             i = stream ? clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, max_p, 8, n, true,
-                                                               ctx)
+                                                               fetch, ctx)
                        : clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, max_p, 8, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && max_step == 12)
             i = stream ? clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, max_p, 12, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, max_p, 12, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && max_step == 4)
-            i = clamp_max_tensor_stepped_row_avx2_f32(out, 8, self_p, 4, max_p, 4, n, false, ctx);
+            i = clamp_max_tensor_stepped_row_avx2_f32(out, 8, self_p, 4, max_p, 4, n, false, fetch,
+                                                      ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 4)
-            i = clamp_max_tensor_stepped_row_avx2_f32(out, 8, self_p, 8, max_p, 4, n, false, ctx);
+            i = clamp_max_tensor_stepped_row_avx2_f32(out, 8, self_p, 8, max_p, 4, n, false, fetch,
+                                                      ctx);
         else
             i = clamp_max_tensor_stepped_row_avx2_f32(out, out_step, self_p, self_step, max_p,
-                                                      max_step, n, stream, ctx);
+                                                      max_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2352,15 +2382,15 @@ clamp_max_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_max_tensor_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                                  const char *max_p, int64_t max_step, int64_t n, bool stream,
-                                 const void *ctx)
+                                 bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -2378,7 +2408,8 @@ clamp_max_tensor_stepped_row_f64(char *out, int64_t out_step, const char *self_p
 
 YT__STEPPED_TARGET static void
 clamp_max_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                             const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2390,28 +2421,34 @@ clamp_max_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
         const char *max_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && max_step == 8)
-            i = stream
-                    ? clamp_max_tensor_stepped_row_f64(out, 8, self_p, 16, max_p, 8, n, true, ctx)
-                    : clamp_max_tensor_stepped_row_f64(out, 8, self_p, 16, max_p, 8, n, false, ctx);
+            i = stream ? clamp_max_tensor_stepped_row_f64(out, 8, self_p, 16, max_p, 8, n, true,
+                                                          fetch, ctx)
+                       : clamp_max_tensor_stepped_row_f64(out, 8, self_p, 16, max_p, 8, n, false,
+                                                          fetch, ctx);
         else if (out_step == 8 && self_step == 24 && max_step == 8)
-            i = stream
-                    ? clamp_max_tensor_stepped_row_f64(out, 8, self_p, 24, max_p, 8, n, true, ctx)
-                    : clamp_max_tensor_stepped_row_f64(out, 8, self_p, 24, max_p, 8, n, false, ctx);
+            i = stream ? clamp_max_tensor_stepped_row_f64(out, 8, self_p, 24, max_p, 8, n, true,
+                                                          fetch, ctx)
+                       : clamp_max_tensor_stepped_row_f64(out, 8, self_p, 24, max_p, 8, n, false,
+                                                          fetch, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 16)
-            i = stream
-                    ? clamp_max_tensor_stepped_row_f64(out, 8, self_p, 8, max_p, 16, n, true, ctx)
-                    : clamp_max_tensor_stepped_row_f64(out, 8, self_p, 8, max_p, 16, n, false, ctx);
+            i = stream ? clamp_max_tensor_stepped_row_f64(out, 8, self_p, 8, max_p, 16, n, true,
+                                                          fetch, ctx)
+                       : clamp_max_tensor_stepped_row_f64(out, 8, self_p, 8, max_p, 16, n, false,
+                                                          fetch, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 24)
-            i = stream
-                    ? clamp_max_tensor_stepped_row_f64(out, 8, self_p, 8, max_p, 24, n, true, ctx)
-                    : clamp_max_tensor_stepped_row_f64(out, 8, self_p, 8, max_p, 24, n, false, ctx);
+            i = stream ? clamp_max_tensor_stepped_row_f64(out, 8, self_p, 8, max_p, 24, n, true,
+                                                          fetch, ctx)
+                       : clamp_max_tensor_stepped_row_f64(out, 8, self_p, 8, max_p, 24, n, false,
+                                                          fetch, ctx);
         else if (out_step == 16 && self_step == 8 && max_step == 8)
-            i = clamp_max_tensor_stepped_row_f64(out, 16, self_p, 8, max_p, 8, n, false, ctx);
+            i = clamp_max_tensor_stepped_row_f64(out, 16, self_p, 8, max_p, 8, n, false, fetch,
+                                                 ctx);
         else if (out_step == 16 && self_step == 16 && max_step == 8)
-            i = clamp_max_tensor_stepped_row_f64(out, 16, self_p, 16, max_p, 8, n, false, ctx);
+            i = clamp_max_tensor_stepped_row_f64(out, 16, self_p, 16, max_p, 8, n, false, fetch,
+                                                 ctx);
         else
             i = clamp_max_tensor_stepped_row_f64(out, out_step, self_p, self_step, max_p, max_step,
-                                                 n, stream, ctx);
+                                                 n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2423,15 +2460,15 @@ clamp_max_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_max_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
                                       int64_t self_step, const char *max_p, int64_t max_step,
-                                      int64_t n, bool stream, const void *ctx)
+                                      int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -2449,7 +2486,7 @@ clamp_max_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *s
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_max_tensor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -2463,31 +2500,33 @@ clamp_max_tensor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n
         int64_t i;
         if (out_step == 8 && self_step == 16 && max_step == 8)
             i = stream ? clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, max_p, 8, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, max_p, 8, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && max_step == 8)
             i = stream ? clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, max_p, 8, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, max_p, 8, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 16)
             i = stream ? clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, max_p, 16, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, max_p, 16, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 24)
             i = stream ? clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, max_p, 24, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, max_p, 24, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && max_step == 8)
-            i = clamp_max_tensor_stepped_row_avx2_f64(out, 16, self_p, 8, max_p, 8, n, false, ctx);
+            i = clamp_max_tensor_stepped_row_avx2_f64(out, 16, self_p, 8, max_p, 8, n, false, fetch,
+                                                      ctx);
         else if (out_step == 16 && self_step == 16 && max_step == 8)
-            i = clamp_max_tensor_stepped_row_avx2_f64(out, 16, self_p, 16, max_p, 8, n, false, ctx);
+            i = clamp_max_tensor_stepped_row_avx2_f64(out, 16, self_p, 16, max_p, 8, n, false,
+                                                      fetch, ctx);
         else
             i = clamp_max_tensor_stepped_row_avx2_f64(out, out_step, self_p, self_step, max_p,
-                                                      max_step, n, stream, ctx);
+                                                      max_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3053,15 +3092,15 @@ remainder_blocks_f32(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 remainder_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                           const char *other_p, int64_t other_step, int64_t n, bool stream,
-                          const void *ctx)
+                          bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -3079,7 +3118,7 @@ remainder_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_TARGET static void
 remainder_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3091,24 +3130,32 @@ remainder_stepped_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = stream ? remainder_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
-                       : remainder_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
+            i = stream
+                    ? remainder_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, fetch, ctx)
+                    : remainder_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, fetch,
+                                                ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = stream ? remainder_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
-                       : remainder_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
+            i = stream
+                    ? remainder_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, fetch, ctx)
+                    : remainder_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, fetch,
+                                                ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = stream ? remainder_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
-                       : remainder_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
+            i = stream
+                    ? remainder_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, fetch, ctx)
+                    : remainder_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, fetch,
+                                                ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = stream ? remainder_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
-                       : remainder_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
+            i = stream
+                    ? remainder_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, fetch, ctx)
+                    : remainder_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, fetch,
+                                                ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = remainder_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
+            i = remainder_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = remainder_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
+            i = remainder_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else
             i = remainder_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n,
-                                          stream, ctx);
+                                          stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3120,15 +3167,15 @@ remainder_stepped_f32(char **data, const int64_t *strides, int64_t n, const int6
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 remainder_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                                const char *other_p, int64_t other_step, int64_t n, bool stream,
-                               const void *ctx)
+                               bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -3146,7 +3193,8 @@ remainder_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, 
 
 YT__STEPPED_AVX2_TARGET static void
 remainder_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                           const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3158,28 +3206,32 @@ remainder_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = stream
-                    ? remainder_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
-                    : remainder_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
+            i = stream ? remainder_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true,
+                                                        fetch, ctx)
+                       : remainder_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false,
+                                                        fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = stream
-                    ? remainder_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
-                    : remainder_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
+            i = stream ? remainder_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true,
+                                                        fetch, ctx)
+                       : remainder_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false,
+                                                        fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = stream
-                    ? remainder_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
-                    : remainder_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
+            i = stream ? remainder_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true,
+                                                        fetch, ctx)
+                       : remainder_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false,
+                                                        fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = stream
-                    ? remainder_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
-                    : remainder_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
+            i = stream ? remainder_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true,
+                                                        fetch, ctx)
+                       : remainder_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false,
+                                                        fetch, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = remainder_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
+            i = remainder_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = remainder_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
+            i = remainder_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else
             i = remainder_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p,
-                                               other_step, n, stream, ctx);
+                                               other_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3254,15 +3306,15 @@ remainder_blocks_f64(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 remainder_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                           const char *other_p, int64_t other_step, int64_t n, bool stream,
-                          const void *ctx)
+                          bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -3280,7 +3332,7 @@ remainder_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_TARGET static void
 remainder_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3292,24 +3344,32 @@ remainder_stepped_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = stream ? remainder_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
-                       : remainder_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
+            i = stream
+                    ? remainder_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, fetch, ctx)
+                    : remainder_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, fetch,
+                                                ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = stream ? remainder_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
-                       : remainder_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
+            i = stream
+                    ? remainder_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, fetch, ctx)
+                    : remainder_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, fetch,
+                                                ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = stream ? remainder_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
-                       : remainder_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
+            i = stream
+                    ? remainder_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, fetch, ctx)
+                    : remainder_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, fetch,
+                                                ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = stream ? remainder_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
-                       : remainder_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
+            i = stream
+                    ? remainder_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, fetch, ctx)
+                    : remainder_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, fetch,
+                                                ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = remainder_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
+            i = remainder_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = remainder_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
+            i = remainder_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, fetch, ctx);
         else
             i = remainder_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n,
-                                          stream, ctx);
+                                          stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3321,15 +3381,15 @@ remainder_stepped_f64(char **data, const int64_t *strides, int64_t n, const int6
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 remainder_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                                const char *other_p, int64_t other_step, int64_t n, bool stream,
-                               const void *ctx)
+                               bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -3347,7 +3407,8 @@ remainder_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, 
 
 YT__STEPPED_AVX2_TARGET static void
 remainder_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                           const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3359,28 +3420,34 @@ remainder_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = stream
-                    ? remainder_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
-                    : remainder_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
+            i = stream ? remainder_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true,
+                                                        fetch, ctx)
+                       : remainder_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false,
+                                                        fetch, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = stream
-                    ? remainder_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
-                    : remainder_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
+            i = stream ? remainder_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true,
+                                                        fetch, ctx)
+                       : remainder_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false,
+                                                        fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = stream
-                    ? remainder_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
-                    : remainder_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
+            i = stream ? remainder_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true,
+                                                        fetch, ctx)
+                       : remainder_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false,
+                                                        fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = stream
-                    ? remainder_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
-                    : remainder_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
+            i = stream ? remainder_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true,
+                                                        fetch, ctx)
+                       : remainder_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false,
+                                                        fetch, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = remainder_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
+            i = remainder_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, fetch,
+                                               ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = remainder_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
+            i = remainder_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, fetch,
+                                               ctx);
         else
             i = remainder_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p,
-                                               other_step, n, stream, ctx);
+                                               other_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3762,14 +3829,14 @@ remainder_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 remainder_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                 int64_t n, bool stream, const void *ctx)
+                                 int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -3786,7 +3853,8 @@ remainder_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p
 
 YT__STEPPED_TARGET static void
 remainder_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                             const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3796,17 +3864,18 @@ remainder_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? remainder_scalar_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : remainder_scalar_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? remainder_scalar_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : remainder_scalar_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? remainder_scalar_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : remainder_scalar_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? remainder_scalar_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : remainder_scalar_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = remainder_scalar_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = remainder_scalar_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = remainder_scalar_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = remainder_scalar_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = remainder_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = remainder_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch,
+                                                 ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3817,14 +3886,15 @@ remainder_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 remainder_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
-                                      int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                      int64_t self_step, int64_t n, bool stream, bool fetch,
+                                      const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -3841,7 +3911,7 @@ remainder_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *s
 
 YT__STEPPED_AVX2_TARGET static void
 remainder_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -3852,18 +3922,22 @@ remainder_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? remainder_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : remainder_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream
+                    ? remainder_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                    : remainder_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch,
+                                                            ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? remainder_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : remainder_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream
+                    ? remainder_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                    : remainder_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch,
+                                                            ctx);
         else if (out_step == 8 && self_step == 4)
-            i = remainder_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = remainder_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = remainder_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = remainder_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
             i = remainder_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream,
-                                                      ctx);
+                                                      fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3914,14 +3988,14 @@ remainder_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 remainder_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                 int64_t n, bool stream, const void *ctx)
+                                 int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -3938,7 +4012,8 @@ remainder_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p
 
 YT__STEPPED_TARGET static void
 remainder_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                             const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3948,17 +4023,18 @@ remainder_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? remainder_scalar_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : remainder_scalar_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? remainder_scalar_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : remainder_scalar_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? remainder_scalar_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : remainder_scalar_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? remainder_scalar_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : remainder_scalar_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = remainder_scalar_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = remainder_scalar_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = remainder_scalar_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = remainder_scalar_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = remainder_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = remainder_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch,
+                                                 ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3969,14 +4045,15 @@ remainder_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 remainder_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
-                                      int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                      int64_t self_step, int64_t n, bool stream, bool fetch,
+                                      const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -3993,7 +4070,7 @@ remainder_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *s
 
 YT__STEPPED_AVX2_TARGET static void
 remainder_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -4004,18 +4081,22 @@ remainder_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? remainder_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : remainder_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream
+                    ? remainder_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                    : remainder_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch,
+                                                            ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? remainder_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : remainder_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream
+                    ? remainder_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                    : remainder_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch,
+                                                            ctx);
         else if (out_step == 16 && self_step == 8)
-            i = remainder_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = remainder_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = remainder_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = remainder_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
             i = remainder_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream,
-                                                      ctx);
+                                                      fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4976,14 +5057,14 @@ clamp_blocks_f32_no_max(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_f32_no_max(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                             int64_t n, bool stream, const void *ctx)
+                             int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5000,7 +5081,7 @@ clamp_stepped_row_f32_no_max(char *out, int64_t out_step, const char *self_p, in
 
 YT__STEPPED_TARGET static void
 clamp_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, bool stream, const void *ctx)
+                         int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5010,17 +5091,18 @@ clamp_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n, const i
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? clamp_stepped_row_f32_no_max(out, 4, self_p, 8, n, true, ctx)
-                       : clamp_stepped_row_f32_no_max(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? clamp_stepped_row_f32_no_max(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : clamp_stepped_row_f32_no_max(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? clamp_stepped_row_f32_no_max(out, 4, self_p, 12, n, true, ctx)
-                       : clamp_stepped_row_f32_no_max(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? clamp_stepped_row_f32_no_max(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : clamp_stepped_row_f32_no_max(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clamp_stepped_row_f32_no_max(out, 8, self_p, 4, n, false, ctx);
+            i = clamp_stepped_row_f32_no_max(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clamp_stepped_row_f32_no_max(out, 8, self_p, 8, n, false, ctx);
+            i = clamp_stepped_row_f32_no_max(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = clamp_stepped_row_f32_no_max(out, out_step, self_p, self_step, n, stream, ctx);
+            i = clamp_stepped_row_f32_no_max(out, out_step, self_p, self_step, n, stream, fetch,
+                                             ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5031,14 +5113,15 @@ clamp_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n, const i
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_avx2_f32_no_max(char *out, int64_t out_step, const char *self_p,
-                                  int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                  int64_t self_step, int64_t n, bool stream, bool fetch,
+                                  const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5055,7 +5138,7 @@ clamp_stepped_row_avx2_f32_no_max(char *out, int64_t out_step, const char *self_
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_stepped_avx2_f32_no_max(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, bool stream,
+                              const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                               const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -5066,17 +5149,19 @@ clamp_stepped_avx2_f32_no_max(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? clamp_stepped_row_avx2_f32_no_max(out, 4, self_p, 8, n, true, ctx)
-                       : clamp_stepped_row_avx2_f32_no_max(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? clamp_stepped_row_avx2_f32_no_max(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : clamp_stepped_row_avx2_f32_no_max(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? clamp_stepped_row_avx2_f32_no_max(out, 4, self_p, 12, n, true, ctx)
-                       : clamp_stepped_row_avx2_f32_no_max(out, 4, self_p, 12, n, false, ctx);
+            i = stream
+                    ? clamp_stepped_row_avx2_f32_no_max(out, 4, self_p, 12, n, true, fetch, ctx)
+                    : clamp_stepped_row_avx2_f32_no_max(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clamp_stepped_row_avx2_f32_no_max(out, 8, self_p, 4, n, false, ctx);
+            i = clamp_stepped_row_avx2_f32_no_max(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clamp_stepped_row_avx2_f32_no_max(out, 8, self_p, 8, n, false, ctx);
+            i = clamp_stepped_row_avx2_f32_no_max(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = clamp_stepped_row_avx2_f32_no_max(out, out_step, self_p, self_step, n, stream, ctx);
+            i = clamp_stepped_row_avx2_f32_no_max(out, out_step, self_p, self_step, n, stream,
+                                                  fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5127,14 +5212,14 @@ clamp_blocks_f32_max_no_min(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_f32_max_no_min(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                 int64_t n, bool stream, const void *ctx)
+                                 int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float max = (float)scalars[1].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5151,7 +5236,8 @@ clamp_stepped_row_f32_max_no_min(char *out, int64_t out_step, const char *self_p
 
 YT__STEPPED_TARGET static void
 clamp_stepped_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                             const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5161,17 +5247,18 @@ clamp_stepped_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? clamp_stepped_row_f32_max_no_min(out, 4, self_p, 8, n, true, ctx)
-                       : clamp_stepped_row_f32_max_no_min(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? clamp_stepped_row_f32_max_no_min(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : clamp_stepped_row_f32_max_no_min(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? clamp_stepped_row_f32_max_no_min(out, 4, self_p, 12, n, true, ctx)
-                       : clamp_stepped_row_f32_max_no_min(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? clamp_stepped_row_f32_max_no_min(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : clamp_stepped_row_f32_max_no_min(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clamp_stepped_row_f32_max_no_min(out, 8, self_p, 4, n, false, ctx);
+            i = clamp_stepped_row_f32_max_no_min(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clamp_stepped_row_f32_max_no_min(out, 8, self_p, 8, n, false, ctx);
+            i = clamp_stepped_row_f32_max_no_min(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = clamp_stepped_row_f32_max_no_min(out, out_step, self_p, self_step, n, stream, ctx);
+            i = clamp_stepped_row_f32_max_no_min(out, out_step, self_p, self_step, n, stream, fetch,
+                                                 ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5182,14 +5269,15 @@ clamp_stepped_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_avx2_f32_max_no_min(char *out, int64_t out_step, const char *self_p,
-                                      int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                      int64_t self_step, int64_t n, bool stream, bool fetch,
+                                      const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float max = (float)scalars[1].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5206,7 +5294,7 @@ clamp_stepped_row_avx2_f32_max_no_min(char *out, int64_t out_step, const char *s
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_stepped_avx2_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -5217,18 +5305,22 @@ clamp_stepped_avx2_f32_max_no_min(char **data, const int64_t *strides, int64_t n
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? clamp_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 8, n, true, ctx)
-                       : clamp_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 8, n, false, ctx);
+            i = stream
+                    ? clamp_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 8, n, true, fetch, ctx)
+                    : clamp_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 8, n, false, fetch,
+                                                            ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? clamp_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 12, n, true, ctx)
-                       : clamp_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 12, n, false, ctx);
+            i = stream
+                    ? clamp_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 12, n, true, fetch, ctx)
+                    : clamp_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 12, n, false, fetch,
+                                                            ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clamp_stepped_row_avx2_f32_max_no_min(out, 8, self_p, 4, n, false, ctx);
+            i = clamp_stepped_row_avx2_f32_max_no_min(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clamp_stepped_row_avx2_f32_max_no_min(out, 8, self_p, 8, n, false, ctx);
+            i = clamp_stepped_row_avx2_f32_max_no_min(out, 8, self_p, 8, n, false, fetch, ctx);
         else
             i = clamp_stepped_row_avx2_f32_max_no_min(out, out_step, self_p, self_step, n, stream,
-                                                      ctx);
+                                                      fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5282,7 +5374,7 @@ clamp_blocks_f32_max_min(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_f32_max_min(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                              int64_t n, bool stream, const void *ctx)
+                              int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
@@ -5290,7 +5382,7 @@ clamp_stepped_row_f32_max_min(char *out, int64_t out_step, const char *self_p, i
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5308,7 +5400,8 @@ clamp_stepped_row_f32_max_min(char *out, int64_t out_step, const char *self_p, i
 
 YT__STEPPED_TARGET static void
 clamp_stepped_f32_max_min(char **data, const int64_t *strides, int64_t n,
-                          const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                          const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                          const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5318,17 +5411,18 @@ clamp_stepped_f32_max_min(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? clamp_stepped_row_f32_max_min(out, 4, self_p, 8, n, true, ctx)
-                       : clamp_stepped_row_f32_max_min(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? clamp_stepped_row_f32_max_min(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : clamp_stepped_row_f32_max_min(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? clamp_stepped_row_f32_max_min(out, 4, self_p, 12, n, true, ctx)
-                       : clamp_stepped_row_f32_max_min(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? clamp_stepped_row_f32_max_min(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : clamp_stepped_row_f32_max_min(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clamp_stepped_row_f32_max_min(out, 8, self_p, 4, n, false, ctx);
+            i = clamp_stepped_row_f32_max_min(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clamp_stepped_row_f32_max_min(out, 8, self_p, 8, n, false, ctx);
+            i = clamp_stepped_row_f32_max_min(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = clamp_stepped_row_f32_max_min(out, out_step, self_p, self_step, n, stream, ctx);
+            i = clamp_stepped_row_f32_max_min(out, out_step, self_p, self_step, n, stream, fetch,
+                                              ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5339,7 +5433,8 @@ clamp_stepped_f32_max_min(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_avx2_f32_max_min(char *out, int64_t out_step, const char *self_p,
-                                   int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                   int64_t self_step, int64_t n, bool stream, bool fetch,
+                                   const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
@@ -5347,7 +5442,7 @@ clamp_stepped_row_avx2_f32_max_min(char *out, int64_t out_step, const char *self
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -5365,7 +5460,7 @@ clamp_stepped_row_avx2_f32_max_min(char *out, int64_t out_step, const char *self
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_stepped_avx2_f32_max_min(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, bool stream,
+                               const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -5376,18 +5471,20 @@ clamp_stepped_avx2_f32_max_min(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? clamp_stepped_row_avx2_f32_max_min(out, 4, self_p, 8, n, true, ctx)
-                       : clamp_stepped_row_avx2_f32_max_min(out, 4, self_p, 8, n, false, ctx);
+            i = stream
+                    ? clamp_stepped_row_avx2_f32_max_min(out, 4, self_p, 8, n, true, fetch, ctx)
+                    : clamp_stepped_row_avx2_f32_max_min(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? clamp_stepped_row_avx2_f32_max_min(out, 4, self_p, 12, n, true, ctx)
-                       : clamp_stepped_row_avx2_f32_max_min(out, 4, self_p, 12, n, false, ctx);
+            i = stream
+                    ? clamp_stepped_row_avx2_f32_max_min(out, 4, self_p, 12, n, true, fetch, ctx)
+                    : clamp_stepped_row_avx2_f32_max_min(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clamp_stepped_row_avx2_f32_max_min(out, 8, self_p, 4, n, false, ctx);
+            i = clamp_stepped_row_avx2_f32_max_min(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clamp_stepped_row_avx2_f32_max_min(out, 8, self_p, 8, n, false, ctx);
+            i = clamp_stepped_row_avx2_f32_max_min(out, 8, self_p, 8, n, false, fetch, ctx);
         else
             i = clamp_stepped_row_avx2_f32_max_min(out, out_step, self_p, self_step, n, stream,
-                                                   ctx);
+                                                   fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5438,14 +5535,14 @@ clamp_blocks_f64_no_max(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_f64_no_max(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                             int64_t n, bool stream, const void *ctx)
+                             int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -5462,7 +5559,7 @@ clamp_stepped_row_f64_no_max(char *out, int64_t out_step, const char *self_p, in
 
 YT__STEPPED_TARGET static void
 clamp_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, bool stream, const void *ctx)
+                         int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5472,17 +5569,18 @@ clamp_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n, const i
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? clamp_stepped_row_f64_no_max(out, 8, self_p, 16, n, true, ctx)
-                       : clamp_stepped_row_f64_no_max(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? clamp_stepped_row_f64_no_max(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : clamp_stepped_row_f64_no_max(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? clamp_stepped_row_f64_no_max(out, 8, self_p, 24, n, true, ctx)
-                       : clamp_stepped_row_f64_no_max(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? clamp_stepped_row_f64_no_max(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : clamp_stepped_row_f64_no_max(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clamp_stepped_row_f64_no_max(out, 16, self_p, 8, n, false, ctx);
+            i = clamp_stepped_row_f64_no_max(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clamp_stepped_row_f64_no_max(out, 16, self_p, 16, n, false, ctx);
+            i = clamp_stepped_row_f64_no_max(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = clamp_stepped_row_f64_no_max(out, out_step, self_p, self_step, n, stream, ctx);
+            i = clamp_stepped_row_f64_no_max(out, out_step, self_p, self_step, n, stream, fetch,
+                                             ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5493,14 +5591,15 @@ clamp_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n, const i
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_avx2_f64_no_max(char *out, int64_t out_step, const char *self_p,
-                                  int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                  int64_t self_step, int64_t n, bool stream, bool fetch,
+                                  const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -5517,7 +5616,7 @@ clamp_stepped_row_avx2_f64_no_max(char *out, int64_t out_step, const char *self_
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_stepped_avx2_f64_no_max(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, bool stream,
+                              const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                               const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -5528,17 +5627,20 @@ clamp_stepped_avx2_f64_no_max(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? clamp_stepped_row_avx2_f64_no_max(out, 8, self_p, 16, n, true, ctx)
-                       : clamp_stepped_row_avx2_f64_no_max(out, 8, self_p, 16, n, false, ctx);
+            i = stream
+                    ? clamp_stepped_row_avx2_f64_no_max(out, 8, self_p, 16, n, true, fetch, ctx)
+                    : clamp_stepped_row_avx2_f64_no_max(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? clamp_stepped_row_avx2_f64_no_max(out, 8, self_p, 24, n, true, ctx)
-                       : clamp_stepped_row_avx2_f64_no_max(out, 8, self_p, 24, n, false, ctx);
+            i = stream
+                    ? clamp_stepped_row_avx2_f64_no_max(out, 8, self_p, 24, n, true, fetch, ctx)
+                    : clamp_stepped_row_avx2_f64_no_max(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clamp_stepped_row_avx2_f64_no_max(out, 16, self_p, 8, n, false, ctx);
+            i = clamp_stepped_row_avx2_f64_no_max(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clamp_stepped_row_avx2_f64_no_max(out, 16, self_p, 16, n, false, ctx);
+            i = clamp_stepped_row_avx2_f64_no_max(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = clamp_stepped_row_avx2_f64_no_max(out, out_step, self_p, self_step, n, stream, ctx);
+            i = clamp_stepped_row_avx2_f64_no_max(out, out_step, self_p, self_step, n, stream,
+                                                  fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5589,14 +5691,14 @@ clamp_blocks_f64_max_no_min(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_f64_max_no_min(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                 int64_t n, bool stream, const void *ctx)
+                                 int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double max = (double)scalars[1].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -5613,7 +5715,8 @@ clamp_stepped_row_f64_max_no_min(char *out, int64_t out_step, const char *self_p
 
 YT__STEPPED_TARGET static void
 clamp_stepped_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                             const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5623,17 +5726,18 @@ clamp_stepped_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? clamp_stepped_row_f64_max_no_min(out, 8, self_p, 16, n, true, ctx)
-                       : clamp_stepped_row_f64_max_no_min(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? clamp_stepped_row_f64_max_no_min(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : clamp_stepped_row_f64_max_no_min(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? clamp_stepped_row_f64_max_no_min(out, 8, self_p, 24, n, true, ctx)
-                       : clamp_stepped_row_f64_max_no_min(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? clamp_stepped_row_f64_max_no_min(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : clamp_stepped_row_f64_max_no_min(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clamp_stepped_row_f64_max_no_min(out, 16, self_p, 8, n, false, ctx);
+            i = clamp_stepped_row_f64_max_no_min(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clamp_stepped_row_f64_max_no_min(out, 16, self_p, 16, n, false, ctx);
+            i = clamp_stepped_row_f64_max_no_min(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = clamp_stepped_row_f64_max_no_min(out, out_step, self_p, self_step, n, stream, ctx);
+            i = clamp_stepped_row_f64_max_no_min(out, out_step, self_p, self_step, n, stream, fetch,
+                                                 ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5644,14 +5748,15 @@ clamp_stepped_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_avx2_f64_max_no_min(char *out, int64_t out_step, const char *self_p,
-                                      int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                      int64_t self_step, int64_t n, bool stream, bool fetch,
+                                      const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double max = (double)scalars[1].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -5668,7 +5773,7 @@ clamp_stepped_row_avx2_f64_max_no_min(char *out, int64_t out_step, const char *s
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_stepped_avx2_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -5679,18 +5784,22 @@ clamp_stepped_avx2_f64_max_no_min(char **data, const int64_t *strides, int64_t n
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? clamp_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 16, n, true, ctx)
-                       : clamp_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 16, n, false, ctx);
+            i = stream
+                    ? clamp_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 16, n, true, fetch, ctx)
+                    : clamp_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 16, n, false, fetch,
+                                                            ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? clamp_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 24, n, true, ctx)
-                       : clamp_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 24, n, false, ctx);
+            i = stream
+                    ? clamp_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 24, n, true, fetch, ctx)
+                    : clamp_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 24, n, false, fetch,
+                                                            ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clamp_stepped_row_avx2_f64_max_no_min(out, 16, self_p, 8, n, false, ctx);
+            i = clamp_stepped_row_avx2_f64_max_no_min(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clamp_stepped_row_avx2_f64_max_no_min(out, 16, self_p, 16, n, false, ctx);
+            i = clamp_stepped_row_avx2_f64_max_no_min(out, 16, self_p, 16, n, false, fetch, ctx);
         else
             i = clamp_stepped_row_avx2_f64_max_no_min(out, out_step, self_p, self_step, n, stream,
-                                                      ctx);
+                                                      fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5744,7 +5853,7 @@ clamp_blocks_f64_max_min(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_f64_max_min(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                              int64_t n, bool stream, const void *ctx)
+                              int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
@@ -5752,7 +5861,7 @@ clamp_stepped_row_f64_max_min(char *out, int64_t out_step, const char *self_p, i
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -5770,7 +5879,8 @@ clamp_stepped_row_f64_max_min(char *out, int64_t out_step, const char *self_p, i
 
 YT__STEPPED_TARGET static void
 clamp_stepped_f64_max_min(char **data, const int64_t *strides, int64_t n,
-                          const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                          const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                          const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5780,17 +5890,18 @@ clamp_stepped_f64_max_min(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? clamp_stepped_row_f64_max_min(out, 8, self_p, 16, n, true, ctx)
-                       : clamp_stepped_row_f64_max_min(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? clamp_stepped_row_f64_max_min(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : clamp_stepped_row_f64_max_min(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? clamp_stepped_row_f64_max_min(out, 8, self_p, 24, n, true, ctx)
-                       : clamp_stepped_row_f64_max_min(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? clamp_stepped_row_f64_max_min(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : clamp_stepped_row_f64_max_min(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clamp_stepped_row_f64_max_min(out, 16, self_p, 8, n, false, ctx);
+            i = clamp_stepped_row_f64_max_min(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clamp_stepped_row_f64_max_min(out, 16, self_p, 16, n, false, ctx);
+            i = clamp_stepped_row_f64_max_min(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = clamp_stepped_row_f64_max_min(out, out_step, self_p, self_step, n, stream, ctx);
+            i = clamp_stepped_row_f64_max_min(out, out_step, self_p, self_step, n, stream, fetch,
+                                              ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5801,7 +5912,8 @@ clamp_stepped_f64_max_min(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_avx2_f64_max_min(char *out, int64_t out_step, const char *self_p,
-                                   int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                   int64_t self_step, int64_t n, bool stream, bool fetch,
+                                   const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
@@ -5809,7 +5921,7 @@ clamp_stepped_row_avx2_f64_max_min(char *out, int64_t out_step, const char *self
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -5827,7 +5939,7 @@ clamp_stepped_row_avx2_f64_max_min(char *out, int64_t out_step, const char *self
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_stepped_avx2_f64_max_min(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, bool stream,
+                               const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -5838,18 +5950,20 @@ clamp_stepped_avx2_f64_max_min(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? clamp_stepped_row_avx2_f64_max_min(out, 8, self_p, 16, n, true, ctx)
-                       : clamp_stepped_row_avx2_f64_max_min(out, 8, self_p, 16, n, false, ctx);
+            i = stream
+                    ? clamp_stepped_row_avx2_f64_max_min(out, 8, self_p, 16, n, true, fetch, ctx)
+                    : clamp_stepped_row_avx2_f64_max_min(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? clamp_stepped_row_avx2_f64_max_min(out, 8, self_p, 24, n, true, ctx)
-                       : clamp_stepped_row_avx2_f64_max_min(out, 8, self_p, 24, n, false, ctx);
+            i = stream
+                    ? clamp_stepped_row_avx2_f64_max_min(out, 8, self_p, 24, n, true, fetch, ctx)
+                    : clamp_stepped_row_avx2_f64_max_min(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clamp_stepped_row_avx2_f64_max_min(out, 16, self_p, 8, n, false, ctx);
+            i = clamp_stepped_row_avx2_f64_max_min(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clamp_stepped_row_avx2_f64_max_min(out, 16, self_p, 16, n, false, ctx);
+            i = clamp_stepped_row_avx2_f64_max_min(out, 16, self_p, 16, n, false, fetch, ctx);
         else
             i = clamp_stepped_row_avx2_f64_max_min(out, out_step, self_p, self_step, n, stream,
-                                                   ctx);
+                                                   fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7745,15 +7859,15 @@ clamp_tensor_blocks_f32_no_max(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_f32_no_max(char *out, int64_t out_step, const char *self_p,
                                     int64_t self_step, const char *min_p, int64_t min_step,
-                                    int64_t n, bool stream, const void *ctx)
+                                    int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], min_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -7771,7 +7885,7 @@ clamp_tensor_stepped_row_f32_no_max(char *out, int64_t out_step, const char *sel
 
 YT__STEPPED_TARGET static void
 clamp_tensor_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -7784,32 +7898,34 @@ clamp_tensor_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n,
         const char *min_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && min_step == 4)
-            i = stream
-                    ? clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 8, min_p, 4, n, true, ctx)
-                    : clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 8, min_p, 4, n, false,
-                                                          ctx);
+            i = stream ? clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 8, min_p, 4, n, true,
+                                                             fetch, ctx)
+                       : clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 8, min_p, 4, n, false,
+                                                             fetch, ctx);
         else if (out_step == 4 && self_step == 12 && min_step == 4)
             i = stream ? clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 12, min_p, 4, n, true,
-                                                             ctx)
+                                                             fetch, ctx)
                        : clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 12, min_p, 4, n, false,
-                                                             ctx);
+                                                             fetch, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 8)
-            i = stream
-                    ? clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 4, min_p, 8, n, true, ctx)
-                    : clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 4, min_p, 8, n, false,
-                                                          ctx);
+            i = stream ? clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 4, min_p, 8, n, true,
+                                                             fetch, ctx)
+                       : clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 4, min_p, 8, n, false,
+                                                             fetch, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 12)
             i = stream ? clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 4, min_p, 12, n, true,
-                                                             ctx)
+                                                             fetch, ctx)
                        : clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 4, min_p, 12, n, false,
-                                                             ctx);
+                                                             fetch, ctx);
         else if (out_step == 8 && self_step == 4 && min_step == 4)
-            i = clamp_tensor_stepped_row_f32_no_max(out, 8, self_p, 4, min_p, 4, n, false, ctx);
+            i = clamp_tensor_stepped_row_f32_no_max(out, 8, self_p, 4, min_p, 4, n, false, fetch,
+                                                    ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 4)
-            i = clamp_tensor_stepped_row_f32_no_max(out, 8, self_p, 8, min_p, 4, n, false, ctx);
+            i = clamp_tensor_stepped_row_f32_no_max(out, 8, self_p, 8, min_p, 4, n, false, fetch,
+                                                    ctx);
         else
             i = clamp_tensor_stepped_row_f32_no_max(out, out_step, self_p, self_step, min_p,
-                                                    min_step, n, stream, ctx);
+                                                    min_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -7821,15 +7937,15 @@ clamp_tensor_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_avx2_f32_no_max(char *out, int64_t out_step, const char *self_p,
                                          int64_t self_step, const char *min_p, int64_t min_step,
-                                         int64_t n, bool stream, const void *ctx)
+                                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], min_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -7848,7 +7964,7 @@ clamp_tensor_stepped_row_avx2_f32_no_max(char *out, int64_t out_step, const char
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_stepped_avx2_f32_no_max(char **data, const int64_t *strides, int64_t n,
                                      const int64_t *row_strides, int64_t rows, bool stream,
-                                     const void *ctx)
+                                     bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7861,33 +7977,33 @@ clamp_tensor_stepped_avx2_f32_no_max(char **data, const int64_t *strides, int64_
         int64_t i;
         if (out_step == 4 && self_step == 8 && min_step == 4)
             i = stream ? clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 8, min_p, 4, n,
-                                                                  true, ctx)
+                                                                  true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 8, min_p, 4, n,
-                                                                  false, ctx);
+                                                                  false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && min_step == 4)
             i = stream ? clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 12, min_p, 4, n,
-                                                                  true, ctx)
+                                                                  true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 12, min_p, 4, n,
-                                                                  false, ctx);
+                                                                  false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 8)
             i = stream ? clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 4, min_p, 8, n,
-                                                                  true, ctx)
+                                                                  true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 4, min_p, 8, n,
-                                                                  false, ctx);
+                                                                  false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 12)
             i = stream ? clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 4, min_p, 12, n,
-                                                                  true, ctx)
+                                                                  true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 4, min_p, 12, n,
-                                                                  false, ctx);
+                                                                  false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && min_step == 4)
             i = clamp_tensor_stepped_row_avx2_f32_no_max(out, 8, self_p, 4, min_p, 4, n, false,
-                                                         ctx);
+                                                         fetch, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 4)
             i = clamp_tensor_stepped_row_avx2_f32_no_max(out, 8, self_p, 8, min_p, 4, n, false,
-                                                         ctx);
+                                                         fetch, ctx);
         else
             i = clamp_tensor_stepped_row_avx2_f32_no_max(out, out_step, self_p, self_step, min_p,
-                                                         min_step, n, stream, ctx);
+                                                         min_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -7975,15 +8091,15 @@ clamp_tensor_blocks_f32_max_no_min(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_f32_max_no_min(char *out, int64_t out_step, const char *self_p,
                                         int64_t self_step, const char *max_p, int64_t max_step,
-                                        int64_t n, bool stream, const void *ctx)
+                                        int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -8002,7 +8118,7 @@ clamp_tensor_stepped_row_f32_max_no_min(char *out, int64_t out_step, const char 
 YT__STEPPED_TARGET static void
 clamp_tensor_stepped_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
                                     const int64_t *row_strides, int64_t rows, bool stream,
-                                    const void *ctx)
+                                    bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8015,31 +8131,33 @@ clamp_tensor_stepped_f32_max_no_min(char **data, const int64_t *strides, int64_t
         int64_t i;
         if (out_step == 4 && self_step == 8 && max_step == 4)
             i = stream ? clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 8, max_p, 4, n,
-                                                                 true, ctx)
+                                                                 true, fetch, ctx)
                        : clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 8, max_p, 4, n,
-                                                                 false, ctx);
+                                                                 false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && max_step == 4)
             i = stream ? clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 12, max_p, 4, n,
-                                                                 true, ctx)
+                                                                 true, fetch, ctx)
                        : clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 12, max_p, 4, n,
-                                                                 false, ctx);
+                                                                 false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && max_step == 8)
             i = stream ? clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 4, max_p, 8, n,
-                                                                 true, ctx)
+                                                                 true, fetch, ctx)
                        : clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 4, max_p, 8, n,
-                                                                 false, ctx);
+                                                                 false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && max_step == 12)
             i = stream ? clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 4, max_p, 12, n,
-                                                                 true, ctx)
+                                                                 true, fetch, ctx)
                        : clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 4, max_p, 12, n,
-                                                                 false, ctx);
+                                                                 false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && max_step == 4)
-            i = clamp_tensor_stepped_row_f32_max_no_min(out, 8, self_p, 4, max_p, 4, n, false, ctx);
+            i = clamp_tensor_stepped_row_f32_max_no_min(out, 8, self_p, 4, max_p, 4, n, false,
+                                                        fetch, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 4)
-            i = clamp_tensor_stepped_row_f32_max_no_min(out, 8, self_p, 8, max_p, 4, n, false, ctx);
+            i = clamp_tensor_stepped_row_f32_max_no_min(out, 8, self_p, 8, max_p, 4, n, false,
+                                                        fetch, ctx);
         else
             i = clamp_tensor_stepped_row_f32_max_no_min(out, out_step, self_p, self_step, max_p,
-                                                        max_step, n, stream, ctx);
+                                                        max_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -8051,15 +8169,15 @@ clamp_tensor_stepped_f32_max_no_min(char **data, const int64_t *strides, int64_t
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_avx2_f32_max_no_min(char *out, int64_t out_step, const char *self_p,
                                              int64_t self_step, const char *max_p, int64_t max_step,
-                                             int64_t n, bool stream, const void *ctx)
+                                             int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -8078,7 +8196,7 @@ clamp_tensor_stepped_row_avx2_f32_max_no_min(char *out, int64_t out_step, const 
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_stepped_avx2_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
                                          const int64_t *row_strides, int64_t rows, bool stream,
-                                         const void *ctx)
+                                         bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8091,33 +8209,33 @@ clamp_tensor_stepped_avx2_f32_max_no_min(char **data, const int64_t *strides, in
         int64_t i;
         if (out_step == 4 && self_step == 8 && max_step == 4)
             i = stream ? clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 8, max_p, 4,
-                                                                      n, true, ctx)
+                                                                      n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 8, max_p, 4,
-                                                                      n, false, ctx);
+                                                                      n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && max_step == 4)
             i = stream ? clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 12, max_p, 4,
-                                                                      n, true, ctx)
+                                                                      n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 12, max_p, 4,
-                                                                      n, false, ctx);
+                                                                      n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && max_step == 8)
             i = stream ? clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 4, max_p, 8,
-                                                                      n, true, ctx)
+                                                                      n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 4, max_p, 8,
-                                                                      n, false, ctx);
+                                                                      n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && max_step == 12)
             i = stream ? clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 4, max_p, 12,
-                                                                      n, true, ctx)
+                                                                      n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 4, max_p, 12,
-                                                                      n, false, ctx);
+                                                                      n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && max_step == 4)
             i = clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 8, self_p, 4, max_p, 4, n, false,
-                                                             ctx);
+                                                             fetch, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 4)
             i = clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 8, self_p, 8, max_p, 4, n, false,
-                                                             ctx);
+                                                             fetch, ctx);
         else
-            i = clamp_tensor_stepped_row_avx2_f32_max_no_min(out, out_step, self_p, self_step,
-                                                             max_p, max_step, n, stream, ctx);
+            i = clamp_tensor_stepped_row_avx2_f32_max_no_min(
+                out, out_step, self_p, self_step, max_p, max_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -8212,16 +8330,16 @@ YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_f32_max_min(char *out, int64_t out_step, const char *self_p,
                                      int64_t self_step, const char *min_p, int64_t min_step,
                                      const char *max_p, int64_t max_step, int64_t n, bool stream,
-                                     const void *ctx)
+                                     bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], min_lanes[YT__STEPPED_LANES_F32],
             max_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
-        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step, fetch);
+        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -8240,7 +8358,7 @@ clamp_tensor_stepped_row_f32_max_min(char *out, int64_t out_step, const char *se
 
 YT__STEPPED_TARGET static void
 clamp_tensor_stepped_f32_max_min(char **data, const int64_t *strides, int64_t n,
-                                 const int64_t *row_strides, int64_t rows, bool stream,
+                                 const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -8256,43 +8374,44 @@ clamp_tensor_stepped_f32_max_min(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 4 && self_step == 8 && min_step == 4 && max_step == 4)
             i = stream ? clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 8, min_p, 4, max_p, 4,
-                                                              n, true, ctx)
+                                                              n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 8, min_p, 4, max_p, 4,
-                                                              n, false, ctx);
+                                                              n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && min_step == 4 && max_step == 4)
             i = stream ? clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 12, min_p, 4, max_p,
-                                                              4, n, true, ctx)
+                                                              4, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 12, min_p, 4, max_p,
-                                                              4, n, false, ctx);
+                                                              4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 8 && max_step == 4)
             i = stream ? clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 8, max_p, 4,
-                                                              n, true, ctx)
+                                                              n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 8, max_p, 4,
-                                                              n, false, ctx);
+                                                              n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 12 && max_step == 4)
             i = stream ? clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 12, max_p,
-                                                              4, n, true, ctx)
+                                                              4, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 12, max_p,
-                                                              4, n, false, ctx);
+                                                              4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 4 && max_step == 8)
             i = stream ? clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 4, max_p, 8,
-                                                              n, true, ctx)
+                                                              n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 4, max_p, 8,
-                                                              n, false, ctx);
+                                                              n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 4 && max_step == 12)
             i = stream ? clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 4, max_p,
-                                                              12, n, true, ctx)
+                                                              12, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 4, max_p,
-                                                              12, n, false, ctx);
+                                                              12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && min_step == 4 && max_step == 4)
             i = clamp_tensor_stepped_row_f32_max_min(out, 8, self_p, 4, min_p, 4, max_p, 4, n,
-                                                     false, ctx);
+                                                     false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 4 && max_step == 4)
             i = clamp_tensor_stepped_row_f32_max_min(out, 8, self_p, 8, min_p, 4, max_p, 4, n,
-                                                     false, ctx);
+                                                     false, fetch, ctx);
         else
             i = clamp_tensor_stepped_row_f32_max_min(out, out_step, self_p, self_step, min_p,
-                                                     min_step, max_p, max_step, n, stream, ctx);
+                                                     min_step, max_p, max_step, n, stream, fetch,
+                                                     ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -8305,16 +8424,16 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_avx2_f32_max_min(char *out, int64_t out_step, const char *self_p,
                                           int64_t self_step, const char *min_p, int64_t min_step,
                                           const char *max_p, int64_t max_step, int64_t n,
-                                          bool stream, const void *ctx)
+                                          bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], min_lanes[YT__STEPPED_LANES_F32],
             max_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step);
-        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step, fetch);
+        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -8334,7 +8453,7 @@ clamp_tensor_stepped_row_avx2_f32_max_min(char *out, int64_t out_step, const cha
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_stepped_avx2_f32_max_min(char **data, const int64_t *strides, int64_t n,
                                       const int64_t *row_strides, int64_t rows, bool stream,
-                                      const void *ctx)
+                                      bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8349,43 +8468,44 @@ clamp_tensor_stepped_avx2_f32_max_min(char **data, const int64_t *strides, int64
         int64_t i;
         if (out_step == 4 && self_step == 8 && min_step == 4 && max_step == 4)
             i = stream ? clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 8, min_p, 4,
-                                                                   max_p, 4, n, true, ctx)
+                                                                   max_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 8, min_p, 4,
-                                                                   max_p, 4, n, false, ctx);
+                                                                   max_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && min_step == 4 && max_step == 4)
             i = stream ? clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 12, min_p, 4,
-                                                                   max_p, 4, n, true, ctx)
+                                                                   max_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 12, min_p, 4,
-                                                                   max_p, 4, n, false, ctx);
+                                                                   max_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 8 && max_step == 4)
             i = stream ? clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 8,
-                                                                   max_p, 4, n, true, ctx)
+                                                                   max_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 8,
-                                                                   max_p, 4, n, false, ctx);
+                                                                   max_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 12 && max_step == 4)
             i = stream ? clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 12,
-                                                                   max_p, 4, n, true, ctx)
+                                                                   max_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 12,
-                                                                   max_p, 4, n, false, ctx);
+                                                                   max_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 4 && max_step == 8)
             i = stream ? clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 4,
-                                                                   max_p, 8, n, true, ctx)
+                                                                   max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 4,
-                                                                   max_p, 8, n, false, ctx);
+                                                                   max_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 4 && max_step == 12)
             i = stream ? clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 4,
-                                                                   max_p, 12, n, true, ctx)
+                                                                   max_p, 12, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 4,
-                                                                   max_p, 12, n, false, ctx);
+                                                                   max_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && min_step == 4 && max_step == 4)
             i = clamp_tensor_stepped_row_avx2_f32_max_min(out, 8, self_p, 4, min_p, 4, max_p, 4, n,
-                                                          false, ctx);
+                                                          false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 4 && max_step == 4)
             i = clamp_tensor_stepped_row_avx2_f32_max_min(out, 8, self_p, 8, min_p, 4, max_p, 4, n,
-                                                          false, ctx);
+                                                          false, fetch, ctx);
         else
-            i = clamp_tensor_stepped_row_avx2_f32_max_min(
-                out, out_step, self_p, self_step, min_p, min_step, max_p, max_step, n, stream, ctx);
+            i = clamp_tensor_stepped_row_avx2_f32_max_min(out, out_step, self_p, self_step, min_p,
+                                                          min_step, max_p, max_step, n, stream,
+                                                          fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -8474,15 +8594,15 @@ clamp_tensor_blocks_f64_no_max(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_f64_no_max(char *out, int64_t out_step, const char *self_p,
                                     int64_t self_step, const char *min_p, int64_t min_step,
-                                    int64_t n, bool stream, const void *ctx)
+                                    int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], min_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -8500,7 +8620,7 @@ clamp_tensor_stepped_row_f64_no_max(char *out, int64_t out_step, const char *sel
 
 YT__STEPPED_TARGET static void
 clamp_tensor_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -8514,31 +8634,33 @@ clamp_tensor_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 8 && self_step == 16 && min_step == 8)
             i = stream ? clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 16, min_p, 8, n, true,
-                                                             ctx)
+                                                             fetch, ctx)
                        : clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 16, min_p, 8, n, false,
-                                                             ctx);
+                                                             fetch, ctx);
         else if (out_step == 8 && self_step == 24 && min_step == 8)
             i = stream ? clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 24, min_p, 8, n, true,
-                                                             ctx)
+                                                             fetch, ctx)
                        : clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 24, min_p, 8, n, false,
-                                                             ctx);
+                                                             fetch, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 16)
             i = stream ? clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 8, min_p, 16, n, true,
-                                                             ctx)
+                                                             fetch, ctx)
                        : clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 8, min_p, 16, n, false,
-                                                             ctx);
+                                                             fetch, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 24)
             i = stream ? clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 8, min_p, 24, n, true,
-                                                             ctx)
+                                                             fetch, ctx)
                        : clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 8, min_p, 24, n, false,
-                                                             ctx);
+                                                             fetch, ctx);
         else if (out_step == 16 && self_step == 8 && min_step == 8)
-            i = clamp_tensor_stepped_row_f64_no_max(out, 16, self_p, 8, min_p, 8, n, false, ctx);
+            i = clamp_tensor_stepped_row_f64_no_max(out, 16, self_p, 8, min_p, 8, n, false, fetch,
+                                                    ctx);
         else if (out_step == 16 && self_step == 16 && min_step == 8)
-            i = clamp_tensor_stepped_row_f64_no_max(out, 16, self_p, 16, min_p, 8, n, false, ctx);
+            i = clamp_tensor_stepped_row_f64_no_max(out, 16, self_p, 16, min_p, 8, n, false, fetch,
+                                                    ctx);
         else
             i = clamp_tensor_stepped_row_f64_no_max(out, out_step, self_p, self_step, min_p,
-                                                    min_step, n, stream, ctx);
+                                                    min_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -8550,15 +8672,15 @@ clamp_tensor_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_avx2_f64_no_max(char *out, int64_t out_step, const char *self_p,
                                          int64_t self_step, const char *min_p, int64_t min_step,
-                                         int64_t n, bool stream, const void *ctx)
+                                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], min_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -8577,7 +8699,7 @@ clamp_tensor_stepped_row_avx2_f64_no_max(char *out, int64_t out_step, const char
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_stepped_avx2_f64_no_max(char **data, const int64_t *strides, int64_t n,
                                      const int64_t *row_strides, int64_t rows, bool stream,
-                                     const void *ctx)
+                                     bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8590,33 +8712,33 @@ clamp_tensor_stepped_avx2_f64_no_max(char **data, const int64_t *strides, int64_
         int64_t i;
         if (out_step == 8 && self_step == 16 && min_step == 8)
             i = stream ? clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 16, min_p, 8, n,
-                                                                  true, ctx)
+                                                                  true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 16, min_p, 8, n,
-                                                                  false, ctx);
+                                                                  false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && min_step == 8)
             i = stream ? clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 24, min_p, 8, n,
-                                                                  true, ctx)
+                                                                  true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 24, min_p, 8, n,
-                                                                  false, ctx);
+                                                                  false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 16)
             i = stream ? clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 8, min_p, 16, n,
-                                                                  true, ctx)
+                                                                  true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 8, min_p, 16, n,
-                                                                  false, ctx);
+                                                                  false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 24)
             i = stream ? clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 8, min_p, 24, n,
-                                                                  true, ctx)
+                                                                  true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 8, min_p, 24, n,
-                                                                  false, ctx);
+                                                                  false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && min_step == 8)
             i = clamp_tensor_stepped_row_avx2_f64_no_max(out, 16, self_p, 8, min_p, 8, n, false,
-                                                         ctx);
+                                                         fetch, ctx);
         else if (out_step == 16 && self_step == 16 && min_step == 8)
             i = clamp_tensor_stepped_row_avx2_f64_no_max(out, 16, self_p, 16, min_p, 8, n, false,
-                                                         ctx);
+                                                         fetch, ctx);
         else
             i = clamp_tensor_stepped_row_avx2_f64_no_max(out, out_step, self_p, self_step, min_p,
-                                                         min_step, n, stream, ctx);
+                                                         min_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -8705,15 +8827,15 @@ clamp_tensor_blocks_f64_max_no_min(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_f64_max_no_min(char *out, int64_t out_step, const char *self_p,
                                         int64_t self_step, const char *max_p, int64_t max_step,
-                                        int64_t n, bool stream, const void *ctx)
+                                        int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -8732,7 +8854,7 @@ clamp_tensor_stepped_row_f64_max_no_min(char *out, int64_t out_step, const char 
 YT__STEPPED_TARGET static void
 clamp_tensor_stepped_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
                                     const int64_t *row_strides, int64_t rows, bool stream,
-                                    const void *ctx)
+                                    bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8745,33 +8867,33 @@ clamp_tensor_stepped_f64_max_no_min(char **data, const int64_t *strides, int64_t
         int64_t i;
         if (out_step == 8 && self_step == 16 && max_step == 8)
             i = stream ? clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 16, max_p, 8, n,
-                                                                 true, ctx)
+                                                                 true, fetch, ctx)
                        : clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 16, max_p, 8, n,
-                                                                 false, ctx);
+                                                                 false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && max_step == 8)
             i = stream ? clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 24, max_p, 8, n,
-                                                                 true, ctx)
+                                                                 true, fetch, ctx)
                        : clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 24, max_p, 8, n,
-                                                                 false, ctx);
+                                                                 false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 16)
             i = stream ? clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 8, max_p, 16, n,
-                                                                 true, ctx)
+                                                                 true, fetch, ctx)
                        : clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 8, max_p, 16, n,
-                                                                 false, ctx);
+                                                                 false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 24)
             i = stream ? clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 8, max_p, 24, n,
-                                                                 true, ctx)
+                                                                 true, fetch, ctx)
                        : clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 8, max_p, 24, n,
-                                                                 false, ctx);
+                                                                 false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && max_step == 8)
             i = clamp_tensor_stepped_row_f64_max_no_min(out, 16, self_p, 8, max_p, 8, n, false,
-                                                        ctx);
+                                                        fetch, ctx);
         else if (out_step == 16 && self_step == 16 && max_step == 8)
             i = clamp_tensor_stepped_row_f64_max_no_min(out, 16, self_p, 16, max_p, 8, n, false,
-                                                        ctx);
+                                                        fetch, ctx);
         else
             i = clamp_tensor_stepped_row_f64_max_no_min(out, out_step, self_p, self_step, max_p,
-                                                        max_step, n, stream, ctx);
+                                                        max_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -8783,15 +8905,15 @@ clamp_tensor_stepped_f64_max_no_min(char **data, const int64_t *strides, int64_t
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_avx2_f64_max_no_min(char *out, int64_t out_step, const char *self_p,
                                              int64_t self_step, const char *max_p, int64_t max_step,
-                                             int64_t n, bool stream, const void *ctx)
+                                             int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -8810,7 +8932,7 @@ clamp_tensor_stepped_row_avx2_f64_max_no_min(char *out, int64_t out_step, const 
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_stepped_avx2_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
                                          const int64_t *row_strides, int64_t rows, bool stream,
-                                         const void *ctx)
+                                         bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8823,33 +8945,33 @@ clamp_tensor_stepped_avx2_f64_max_no_min(char **data, const int64_t *strides, in
         int64_t i;
         if (out_step == 8 && self_step == 16 && max_step == 8)
             i = stream ? clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 16, max_p, 8,
-                                                                      n, true, ctx)
+                                                                      n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 16, max_p, 8,
-                                                                      n, false, ctx);
+                                                                      n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && max_step == 8)
             i = stream ? clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 24, max_p, 8,
-                                                                      n, true, ctx)
+                                                                      n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 24, max_p, 8,
-                                                                      n, false, ctx);
+                                                                      n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 16)
             i = stream ? clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 8, max_p, 16,
-                                                                      n, true, ctx)
+                                                                      n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 8, max_p, 16,
-                                                                      n, false, ctx);
+                                                                      n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 24)
             i = stream ? clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 8, max_p, 24,
-                                                                      n, true, ctx)
+                                                                      n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 8, max_p, 24,
-                                                                      n, false, ctx);
+                                                                      n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && max_step == 8)
             i = clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 16, self_p, 8, max_p, 8, n, false,
-                                                             ctx);
+                                                             fetch, ctx);
         else if (out_step == 16 && self_step == 16 && max_step == 8)
             i = clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 16, self_p, 16, max_p, 8, n,
-                                                             false, ctx);
+                                                             false, fetch, ctx);
         else
-            i = clamp_tensor_stepped_row_avx2_f64_max_no_min(out, out_step, self_p, self_step,
-                                                             max_p, max_step, n, stream, ctx);
+            i = clamp_tensor_stepped_row_avx2_f64_max_no_min(
+                out, out_step, self_p, self_step, max_p, max_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -8945,16 +9067,16 @@ YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_f64_max_min(char *out, int64_t out_step, const char *self_p,
                                      int64_t self_step, const char *min_p, int64_t min_step,
                                      const char *max_p, int64_t max_step, int64_t n, bool stream,
-                                     const void *ctx)
+                                     bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], min_lanes[YT__STEPPED_LANES_F64],
             max_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
-        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step, fetch);
+        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -8973,7 +9095,7 @@ clamp_tensor_stepped_row_f64_max_min(char *out, int64_t out_step, const char *se
 
 YT__STEPPED_TARGET static void
 clamp_tensor_stepped_f64_max_min(char **data, const int64_t *strides, int64_t n,
-                                 const int64_t *row_strides, int64_t rows, bool stream,
+                                 const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -8989,43 +9111,44 @@ clamp_tensor_stepped_f64_max_min(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 8 && self_step == 16 && min_step == 8 && max_step == 8)
             i = stream ? clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 16, min_p, 8, max_p,
-                                                              8, n, true, ctx)
+                                                              8, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 16, min_p, 8, max_p,
-                                                              8, n, false, ctx);
+                                                              8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && min_step == 8 && max_step == 8)
             i = stream ? clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 24, min_p, 8, max_p,
-                                                              8, n, true, ctx)
+                                                              8, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 24, min_p, 8, max_p,
-                                                              8, n, false, ctx);
+                                                              8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 16 && max_step == 8)
             i = stream ? clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 16, max_p,
-                                                              8, n, true, ctx)
+                                                              8, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 16, max_p,
-                                                              8, n, false, ctx);
+                                                              8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 24 && max_step == 8)
             i = stream ? clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 24, max_p,
-                                                              8, n, true, ctx)
+                                                              8, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 24, max_p,
-                                                              8, n, false, ctx);
+                                                              8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 8 && max_step == 16)
             i = stream ? clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 8, max_p,
-                                                              16, n, true, ctx)
+                                                              16, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 8, max_p,
-                                                              16, n, false, ctx);
+                                                              16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 8 && max_step == 24)
             i = stream ? clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 8, max_p,
-                                                              24, n, true, ctx)
+                                                              24, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 8, max_p,
-                                                              24, n, false, ctx);
+                                                              24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && min_step == 8 && max_step == 8)
             i = clamp_tensor_stepped_row_f64_max_min(out, 16, self_p, 8, min_p, 8, max_p, 8, n,
-                                                     false, ctx);
+                                                     false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && min_step == 8 && max_step == 8)
             i = clamp_tensor_stepped_row_f64_max_min(out, 16, self_p, 16, min_p, 8, max_p, 8, n,
-                                                     false, ctx);
+                                                     false, fetch, ctx);
         else
             i = clamp_tensor_stepped_row_f64_max_min(out, out_step, self_p, self_step, min_p,
-                                                     min_step, max_p, max_step, n, stream, ctx);
+                                                     min_step, max_p, max_step, n, stream, fetch,
+                                                     ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -9038,16 +9161,16 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_avx2_f64_max_min(char *out, int64_t out_step, const char *self_p,
                                           int64_t self_step, const char *min_p, int64_t min_step,
                                           const char *max_p, int64_t max_step, int64_t n,
-                                          bool stream, const void *ctx)
+                                          bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], min_lanes[YT__STEPPED_LANES_F64],
             max_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step);
-        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step, fetch);
+        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -9067,7 +9190,7 @@ clamp_tensor_stepped_row_avx2_f64_max_min(char *out, int64_t out_step, const cha
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_stepped_avx2_f64_max_min(char **data, const int64_t *strides, int64_t n,
                                       const int64_t *row_strides, int64_t rows, bool stream,
-                                      const void *ctx)
+                                      bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9082,43 +9205,44 @@ clamp_tensor_stepped_avx2_f64_max_min(char **data, const int64_t *strides, int64
         int64_t i;
         if (out_step == 8 && self_step == 16 && min_step == 8 && max_step == 8)
             i = stream ? clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 16, min_p, 8,
-                                                                   max_p, 8, n, true, ctx)
+                                                                   max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 16, min_p, 8,
-                                                                   max_p, 8, n, false, ctx);
+                                                                   max_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && min_step == 8 && max_step == 8)
             i = stream ? clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 24, min_p, 8,
-                                                                   max_p, 8, n, true, ctx)
+                                                                   max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 24, min_p, 8,
-                                                                   max_p, 8, n, false, ctx);
+                                                                   max_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 16 && max_step == 8)
             i = stream ? clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 16,
-                                                                   max_p, 8, n, true, ctx)
+                                                                   max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 16,
-                                                                   max_p, 8, n, false, ctx);
+                                                                   max_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 24 && max_step == 8)
             i = stream ? clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 24,
-                                                                   max_p, 8, n, true, ctx)
+                                                                   max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 24,
-                                                                   max_p, 8, n, false, ctx);
+                                                                   max_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 8 && max_step == 16)
             i = stream ? clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 8,
-                                                                   max_p, 16, n, true, ctx)
+                                                                   max_p, 16, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 8,
-                                                                   max_p, 16, n, false, ctx);
+                                                                   max_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 8 && max_step == 24)
             i = stream ? clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 8,
-                                                                   max_p, 24, n, true, ctx)
+                                                                   max_p, 24, n, true, fetch, ctx)
                        : clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 8,
-                                                                   max_p, 24, n, false, ctx);
+                                                                   max_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && min_step == 8 && max_step == 8)
             i = clamp_tensor_stepped_row_avx2_f64_max_min(out, 16, self_p, 8, min_p, 8, max_p, 8, n,
-                                                          false, ctx);
+                                                          false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && min_step == 8 && max_step == 8)
             i = clamp_tensor_stepped_row_avx2_f64_max_min(out, 16, self_p, 16, min_p, 8, max_p, 8,
-                                                          n, false, ctx);
+                                                          n, false, fetch, ctx);
         else
-            i = clamp_tensor_stepped_row_avx2_f64_max_min(
-                out, out_step, self_p, self_step, min_p, min_step, max_p, max_step, n, stream, ctx);
+            i = clamp_tensor_stepped_row_avx2_f64_max_min(out, out_step, self_p, self_step, min_p,
+                                                          min_step, max_p, max_step, n, stream,
+                                                          fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -9808,7 +9932,7 @@ clamp_tensor_backward_min_stepped_row_f32_no_max(char *out, int64_t out_step,
                                                  int64_t grad_output_step, const char *self_p,
                                                  int64_t self_step, const char *min_p,
                                                  int64_t min_step, int64_t n, bool stream,
-                                                 const void *ctx)
+                                                 bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9816,9 +9940,9 @@ clamp_tensor_backward_min_stepped_row_f32_no_max(char *out, int64_t out_step,
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             min_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -9838,7 +9962,7 @@ clamp_tensor_backward_min_stepped_row_f32_no_max(char *out, int64_t out_step,
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_min_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows, bool stream,
-                                             const void *ctx)
+                                             bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9853,44 +9977,44 @@ clamp_tensor_backward_min_stepped_f32_no_max(char **data, const int64_t *strides
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4)
             i = stream ? clamp_tensor_backward_min_stepped_row_f32_no_max(
-                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f32_no_max(
-                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4)
             i = stream ? clamp_tensor_backward_min_stepped_row_f32_no_max(
-                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f32_no_max(
-                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4)
             i = stream ? clamp_tensor_backward_min_stepped_row_f32_no_max(
-                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f32_no_max(
-                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4)
             i = stream ? clamp_tensor_backward_min_stepped_row_f32_no_max(
-                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f32_no_max(
-                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8)
             i = stream ? clamp_tensor_backward_min_stepped_row_f32_no_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f32_no_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12)
             i = stream ? clamp_tensor_backward_min_stepped_row_f32_no_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f32_no_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4)
             i = clamp_tensor_backward_min_stepped_row_f32_no_max(out, 8, grad_output_p, 4, self_p,
-                                                                 4, min_p, 4, n, false, ctx);
+                                                                 4, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4)
             i = clamp_tensor_backward_min_stepped_row_f32_no_max(out, 8, grad_output_p, 8, self_p,
-                                                                 4, min_p, 4, n, false, ctx);
+                                                                 4, min_p, 4, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_min_stepped_row_f32_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                n, stream, ctx);
+                n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -9905,7 +10029,7 @@ clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(char *out, int64_t out_ste
                                                       int64_t grad_output_step, const char *self_p,
                                                       int64_t self_step, const char *min_p,
                                                       int64_t min_step, int64_t n, bool stream,
-                                                      const void *ctx)
+                                                      bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9913,9 +10037,9 @@ clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(char *out, int64_t out_ste
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             min_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -9935,7 +10059,7 @@ clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(char *out, int64_t out_ste
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_min_stepped_avx2_f32_no_max(char **data, const int64_t *strides, int64_t n,
                                                   const int64_t *row_strides, int64_t rows,
-                                                  bool stream, const void *ctx)
+                                                  bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9950,44 +10074,44 @@ clamp_tensor_backward_min_stepped_avx2_f32_no_max(char **data, const int64_t *st
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4)
             i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
-                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
-                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4)
             i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
-                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
-                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4)
             i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
-                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
-                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4)
             i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
-                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
-                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8)
             i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12)
             i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4)
             i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
-                out, 8, grad_output_p, 4, self_p, 4, min_p, 4, n, false, ctx);
+                out, 8, grad_output_p, 4, self_p, 4, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4)
             i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
-                out, 8, grad_output_p, 8, self_p, 4, min_p, 4, n, false, ctx);
+                out, 8, grad_output_p, 8, self_p, 4, min_p, 4, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                n, stream, ctx);
+                n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -10111,7 +10235,7 @@ clamp_tensor_backward_min_stepped_row_f32_max(char *out, int64_t out_step,
                                               const char *self_p, int64_t self_step,
                                               const char *min_p, int64_t min_step,
                                               const char *max_p, int64_t max_step, int64_t n,
-                                              bool stream, const void *ctx)
+                                              bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10120,10 +10244,10 @@ clamp_tensor_backward_min_stepped_row_f32_max(char *out, int64_t out_step,
             min_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
-        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step, fetch);
+        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -10144,7 +10268,7 @@ clamp_tensor_backward_min_stepped_row_f32_max(char *out, int64_t out_step,
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_min_stepped_f32_max(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, bool stream,
-                                          const void *ctx)
+                                          bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10161,72 +10285,80 @@ clamp_tensor_backward_min_stepped_f32_max(char **data, const int64_t *strides, i
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
             max_step == 4)
-            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(
-                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 8,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       4, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 8,
                                                                        self_p, 4, min_p, 4, max_p,
-                                                                       4, n, false, ctx);
+                                                                       4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(
-                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 12,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       4, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 12,
                                                                        self_p, 4, min_p, 4, max_p,
-                                                                       4, n, false, ctx);
+                                                                       4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4 &&
                  max_step == 4)
-            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(
-                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, max_p, 4, n, true, ctx)
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 8, min_p, 4, max_p,
+                                                                       4, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4,
                                                                        self_p, 8, min_p, 4, max_p,
-                                                                       4, n, false, ctx);
+                                                                       4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4 &&
                  max_step == 4)
-            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(
-                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, true, ctx)
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 12, min_p, 4, max_p,
+                                                                       4, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4,
                                                                        self_p, 12, min_p, 4, max_p,
-                                                                       4, n, false, ctx);
+                                                                       4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8 &&
                  max_step == 4)
-            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, max_p, 4, n, true, ctx)
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 8, max_p,
+                                                                       4, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4,
                                                                        self_p, 4, min_p, 8, max_p,
-                                                                       4, n, false, ctx);
+                                                                       4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12 &&
                  max_step == 4)
-            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, true, ctx)
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 12, max_p,
+                                                                       4, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4,
                                                                        self_p, 4, min_p, 12, max_p,
-                                                                       4, n, false, ctx);
+                                                                       4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 8)
-            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4,
                                                                        self_p, 4, min_p, 4, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 12)
-            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 12, n, true, ctx)
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       12, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4,
                                                                        self_p, 4, min_p, 4, max_p,
-                                                                       12, n, false, ctx);
+                                                                       12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_f32_max(out, 8, grad_output_p, 4, self_p, 4,
-                                                              min_p, 4, max_p, 4, n, false, ctx);
+            i = clamp_tensor_backward_min_stepped_row_f32_max(
+                out, 8, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_f32_max(out, 8, grad_output_p, 8, self_p, 4,
-                                                              min_p, 4, max_p, 4, n, false, ctx);
+            i = clamp_tensor_backward_min_stepped_row_f32_max(
+                out, 8, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_min_stepped_row_f32_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, stream, ctx);
+                max_p, max_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -10239,7 +10371,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_backward_min_stepped_row_avx2_f32_max(
     char *out, int64_t out_step, const char *grad_output_p, int64_t grad_output_step,
     const char *self_p, int64_t self_step, const char *min_p, int64_t min_step, const char *max_p,
-    int64_t max_step, int64_t n, bool stream, const void *ctx)
+    int64_t max_step, int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10248,10 +10380,10 @@ clamp_tensor_backward_min_stepped_row_avx2_f32_max(
             min_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step);
-        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step, fetch);
+        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -10272,7 +10404,7 @@ clamp_tensor_backward_min_stepped_row_avx2_f32_max(
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_min_stepped_avx2_f32_max(char **data, const int64_t *strides, int64_t n,
                                                const int64_t *row_strides, int64_t rows,
-                                               bool stream, const void *ctx)
+                                               bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10290,71 +10422,85 @@ clamp_tensor_backward_min_stepped_avx2_f32_max(char **data, const int64_t *strid
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
             max_step == 4)
             i = stream
-                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(
-                          out, 4, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
-                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(
-                          out, 4, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 8,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         4, n, true, fetch, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 8,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
             i = stream
-                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(
-                          out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
-                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(
-                          out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 12,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         4, n, true, fetch, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 12,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4 &&
                  max_step == 4)
             i = stream
-                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(
-                          out, 4, grad_output_p, 4, self_p, 8, min_p, 4, max_p, 4, n, true, ctx)
-                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(
-                          out, 4, grad_output_p, 4, self_p, 8, min_p, 4, max_p, 4, n, false, ctx);
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 4,
+                                                                         self_p, 8, min_p, 4, max_p,
+                                                                         4, n, true, fetch, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 4,
+                                                                         self_p, 8, min_p, 4, max_p,
+                                                                         4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4 &&
                  max_step == 4)
-            i = stream
-                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(
-                          out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, true, ctx)
-                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(
-                          out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, false, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, true,
+                             fetch, ctx)
+                       : clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, false,
+                             fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8 &&
                  max_step == 4)
             i = stream
-                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 8, max_p, 4, n, true, ctx)
-                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 8, max_p, 4, n, false, ctx);
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 4,
+                                                                         self_p, 4, min_p, 8, max_p,
+                                                                         4, n, true, fetch, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 4,
+                                                                         self_p, 4, min_p, 8, max_p,
+                                                                         4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12 &&
                  max_step == 4)
-            i = stream
-                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, true, ctx)
-                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, false, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, true,
+                             fetch, ctx)
+                       : clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, false,
+                             fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 8)
             i = stream
-                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 8, n, false, ctx);
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 4,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         8, n, true, fetch, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 4,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 12)
             i = stream
-                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 12, n, true, ctx)
-                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 12, n, false, ctx);
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 4,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         12, n, true, fetch, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 4,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
             i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(
-                out, 8, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
+                out, 8, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
             i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(
-                out, 8, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
+                out, 8, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, stream, ctx);
+                max_p, max_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -10466,7 +10612,7 @@ clamp_tensor_backward_min_stepped_row_f64_no_max(char *out, int64_t out_step,
                                                  int64_t grad_output_step, const char *self_p,
                                                  int64_t self_step, const char *min_p,
                                                  int64_t min_step, int64_t n, bool stream,
-                                                 const void *ctx)
+                                                 bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10474,9 +10620,9 @@ clamp_tensor_backward_min_stepped_row_f64_no_max(char *out, int64_t out_step,
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             min_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -10496,7 +10642,7 @@ clamp_tensor_backward_min_stepped_row_f64_no_max(char *out, int64_t out_step,
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_min_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows, bool stream,
-                                             const void *ctx)
+                                             bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10511,44 +10657,44 @@ clamp_tensor_backward_min_stepped_f64_no_max(char **data, const int64_t *strides
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8)
             i = stream ? clamp_tensor_backward_min_stepped_row_f64_no_max(
-                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f64_no_max(
-                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8)
             i = stream ? clamp_tensor_backward_min_stepped_row_f64_no_max(
-                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f64_no_max(
-                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8)
             i = stream ? clamp_tensor_backward_min_stepped_row_f64_no_max(
-                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f64_no_max(
-                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8)
             i = stream ? clamp_tensor_backward_min_stepped_row_f64_no_max(
-                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f64_no_max(
-                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16)
             i = stream ? clamp_tensor_backward_min_stepped_row_f64_no_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f64_no_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24)
             i = stream ? clamp_tensor_backward_min_stepped_row_f64_no_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f64_no_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8)
             i = clamp_tensor_backward_min_stepped_row_f64_no_max(out, 16, grad_output_p, 8, self_p,
-                                                                 8, min_p, 8, n, false, ctx);
+                                                                 8, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8)
             i = clamp_tensor_backward_min_stepped_row_f64_no_max(out, 16, grad_output_p, 16, self_p,
-                                                                 8, min_p, 8, n, false, ctx);
+                                                                 8, min_p, 8, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_min_stepped_row_f64_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                n, stream, ctx);
+                n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -10563,7 +10709,7 @@ clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(char *out, int64_t out_ste
                                                       int64_t grad_output_step, const char *self_p,
                                                       int64_t self_step, const char *min_p,
                                                       int64_t min_step, int64_t n, bool stream,
-                                                      const void *ctx)
+                                                      bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10571,9 +10717,9 @@ clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(char *out, int64_t out_ste
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             min_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -10593,7 +10739,7 @@ clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(char *out, int64_t out_ste
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_min_stepped_avx2_f64_no_max(char **data, const int64_t *strides, int64_t n,
                                                   const int64_t *row_strides, int64_t rows,
-                                                  bool stream, const void *ctx)
+                                                  bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10608,44 +10754,44 @@ clamp_tensor_backward_min_stepped_avx2_f64_no_max(char **data, const int64_t *st
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8)
             i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
-                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
-                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8)
             i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
-                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
-                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8)
             i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
-                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
-                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8)
             i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
-                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
-                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16)
             i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24)
             i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8)
             i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
-                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, n, false, ctx);
+                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8)
             i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
-                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, n, false, ctx);
+                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                n, stream, ctx);
+                n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -10769,7 +10915,7 @@ clamp_tensor_backward_min_stepped_row_f64_max(char *out, int64_t out_step,
                                               const char *self_p, int64_t self_step,
                                               const char *min_p, int64_t min_step,
                                               const char *max_p, int64_t max_step, int64_t n,
-                                              bool stream, const void *ctx)
+                                              bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10778,10 +10924,10 @@ clamp_tensor_backward_min_stepped_row_f64_max(char *out, int64_t out_step,
             min_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
-        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step, fetch);
+        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -10802,7 +10948,7 @@ clamp_tensor_backward_min_stepped_row_f64_max(char *out, int64_t out_step,
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_min_stepped_f64_max(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, bool stream,
-                                          const void *ctx)
+                                          bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10819,72 +10965,80 @@ clamp_tensor_backward_min_stepped_f64_max(char **data, const int64_t *strides, i
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
             max_step == 8)
-            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(
-                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 16,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 16,
                                                                        self_p, 8, min_p, 8, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
-            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(
-                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 24,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 24,
                                                                        self_p, 8, min_p, 8, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8 &&
                  max_step == 8)
-            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(
-                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 16, min_p, 8, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8,
                                                                        self_p, 16, min_p, 8, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8 &&
                  max_step == 8)
-            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(
-                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 24, min_p, 8, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8,
                                                                        self_p, 24, min_p, 8, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16 &&
                  max_step == 8)
-            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 16, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8,
                                                                        self_p, 8, min_p, 16, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24 &&
                  max_step == 8)
-            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 24, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8,
                                                                        self_p, 8, min_p, 24, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 16)
-            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 16, n, true, ctx)
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       16, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8,
                                                                        self_p, 8, min_p, 8, max_p,
-                                                                       16, n, false, ctx);
+                                                                       16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 24)
-            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 24, n, true, ctx)
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       24, n, true, fetch, ctx)
                        : clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8,
                                                                        self_p, 8, min_p, 8, max_p,
-                                                                       24, n, false, ctx);
+                                                                       24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_f64_max(out, 16, grad_output_p, 8, self_p, 8,
-                                                              min_p, 8, max_p, 8, n, false, ctx);
+            i = clamp_tensor_backward_min_stepped_row_f64_max(
+                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_f64_max(out, 16, grad_output_p, 16, self_p, 8,
-                                                              min_p, 8, max_p, 8, n, false, ctx);
+            i = clamp_tensor_backward_min_stepped_row_f64_max(
+                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_min_stepped_row_f64_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, stream, ctx);
+                max_p, max_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -10897,7 +11051,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_backward_min_stepped_row_avx2_f64_max(
     char *out, int64_t out_step, const char *grad_output_p, int64_t grad_output_step,
     const char *self_p, int64_t self_step, const char *min_p, int64_t min_step, const char *max_p,
-    int64_t max_step, int64_t n, bool stream, const void *ctx)
+    int64_t max_step, int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10906,10 +11060,10 @@ clamp_tensor_backward_min_stepped_row_avx2_f64_max(
             min_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step);
-        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step, fetch);
+        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -10930,7 +11084,7 @@ clamp_tensor_backward_min_stepped_row_avx2_f64_max(
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_min_stepped_avx2_f64_max(char **data, const int64_t *strides, int64_t n,
                                                const int64_t *row_strides, int64_t rows,
-                                               bool stream, const void *ctx)
+                                               bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10948,71 +11102,83 @@ clamp_tensor_backward_min_stepped_avx2_f64_max(char **data, const int64_t *strid
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
             max_step == 8)
             i = stream
-                    ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                          out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                          out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(out, 8, grad_output_p, 16,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         8, n, true, fetch, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f64_max(out, 8, grad_output_p, 16,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = stream
-                    ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                          out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                          out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(out, 8, grad_output_p, 24,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         8, n, true, fetch, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f64_max(out, 8, grad_output_p, 24,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8 &&
                  max_step == 8)
-            i = stream
-                    ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                          out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                          out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, false, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, true,
+                             fetch, ctx)
+                       : clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, false,
+                             fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8 &&
                  max_step == 8)
-            i = stream
-                    ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                          out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                          out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, false, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, true,
+                             fetch, ctx)
+                       : clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, false,
+                             fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16 &&
                  max_step == 8)
-            i = stream
-                    ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, false, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, true,
+                             fetch, ctx)
+                       : clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, false,
+                             fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24 &&
                  max_step == 8)
-            i = stream
-                    ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, false, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, true,
+                             fetch, ctx)
+                       : clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, false,
+                             fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 16)
             i = stream
-                    ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 16, n, true, ctx)
-                    : clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 16, n, false, ctx);
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(out, 8, grad_output_p, 8,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         16, n, true, fetch, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f64_max(out, 8, grad_output_p, 8,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 24)
             i = stream
-                    ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 24, n, true, ctx)
-                    : clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 24, n, false, ctx);
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(out, 8, grad_output_p, 8,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         24, n, true, fetch, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f64_max(out, 8, grad_output_p, 8,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
+                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
+                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, stream, ctx);
+                max_p, max_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -11405,13 +11571,13 @@ abs_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 abs_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    bool stream, const void *ctx)
+                    bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -11428,7 +11594,7 @@ abs_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 abs_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11438,17 +11604,17 @@ abs_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? abs_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : abs_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? abs_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : abs_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? abs_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : abs_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? abs_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : abs_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = abs_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = abs_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = abs_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = abs_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = abs_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = abs_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11459,13 +11625,13 @@ abs_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 abs_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, bool stream, const void *ctx)
+                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -11482,7 +11648,7 @@ abs_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 abs_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11492,17 +11658,17 @@ abs_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? abs_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : abs_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? abs_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : abs_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? abs_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : abs_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? abs_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : abs_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = abs_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = abs_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = abs_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = abs_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = abs_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = abs_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11552,13 +11718,13 @@ abs_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 abs_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    bool stream, const void *ctx)
+                    bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -11575,7 +11741,7 @@ abs_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 abs_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11585,17 +11751,17 @@ abs_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? abs_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : abs_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? abs_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : abs_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? abs_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : abs_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? abs_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : abs_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = abs_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = abs_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = abs_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = abs_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = abs_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = abs_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11606,13 +11772,13 @@ abs_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 abs_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, bool stream, const void *ctx)
+                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -11629,7 +11795,7 @@ abs_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 abs_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11639,17 +11805,17 @@ abs_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? abs_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : abs_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? abs_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : abs_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? abs_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : abs_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? abs_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : abs_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = abs_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = abs_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = abs_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = abs_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = abs_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = abs_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12057,13 +12223,13 @@ sign_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sign_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     bool stream, const void *ctx)
+                     bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -12080,7 +12246,7 @@ sign_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t se
 
 YT__STEPPED_TARGET static void
 sign_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, bool stream, const void *ctx)
+                 int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12090,17 +12256,17 @@ sign_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? sign_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : sign_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? sign_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : sign_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? sign_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : sign_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? sign_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : sign_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = sign_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = sign_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = sign_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = sign_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = sign_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = sign_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12111,13 +12277,13 @@ sign_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sign_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -12134,7 +12300,7 @@ sign_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_AVX2_TARGET static void
 sign_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12144,17 +12310,17 @@ sign_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? sign_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : sign_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? sign_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : sign_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? sign_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : sign_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? sign_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : sign_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = sign_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = sign_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = sign_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = sign_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = sign_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = sign_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12204,13 +12370,13 @@ sign_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sign_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     bool stream, const void *ctx)
+                     bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -12227,7 +12393,7 @@ sign_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t se
 
 YT__STEPPED_TARGET static void
 sign_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, bool stream, const void *ctx)
+                 int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12237,17 +12403,17 @@ sign_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? sign_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : sign_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? sign_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : sign_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? sign_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : sign_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? sign_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : sign_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = sign_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = sign_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = sign_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = sign_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = sign_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = sign_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12258,13 +12424,13 @@ sign_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sign_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -12281,7 +12447,7 @@ sign_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_AVX2_TARGET static void
 sign_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12291,17 +12457,17 @@ sign_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? sign_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : sign_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? sign_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : sign_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? sign_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : sign_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? sign_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : sign_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = sign_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = sign_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = sign_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = sign_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = sign_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = sign_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12478,13 +12644,13 @@ rsqrt_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 rsqrt_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      bool stream, const void *ctx)
+                      bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -12501,7 +12667,7 @@ rsqrt_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t s
 
 YT__STEPPED_TARGET static void
 rsqrt_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, bool stream, const void *ctx)
+                  int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12511,17 +12677,17 @@ rsqrt_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? rsqrt_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : rsqrt_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? rsqrt_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : rsqrt_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? rsqrt_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : rsqrt_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? rsqrt_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : rsqrt_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = rsqrt_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = rsqrt_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = rsqrt_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = rsqrt_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = rsqrt_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = rsqrt_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12532,13 +12698,13 @@ rsqrt_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 rsqrt_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -12555,7 +12721,7 @@ rsqrt_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_AVX2_TARGET static void
 rsqrt_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12565,17 +12731,17 @@ rsqrt_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? rsqrt_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : rsqrt_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? rsqrt_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : rsqrt_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? rsqrt_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : rsqrt_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? rsqrt_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : rsqrt_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = rsqrt_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = rsqrt_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = rsqrt_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = rsqrt_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = rsqrt_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = rsqrt_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12625,13 +12791,13 @@ rsqrt_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 rsqrt_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      bool stream, const void *ctx)
+                      bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -12648,7 +12814,7 @@ rsqrt_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t s
 
 YT__STEPPED_TARGET static void
 rsqrt_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, bool stream, const void *ctx)
+                  int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12658,17 +12824,17 @@ rsqrt_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? rsqrt_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : rsqrt_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? rsqrt_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : rsqrt_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? rsqrt_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : rsqrt_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? rsqrt_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : rsqrt_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = rsqrt_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = rsqrt_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = rsqrt_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = rsqrt_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = rsqrt_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = rsqrt_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12679,13 +12845,13 @@ rsqrt_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 rsqrt_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -12702,7 +12868,7 @@ rsqrt_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_AVX2_TARGET static void
 rsqrt_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12712,17 +12878,17 @@ rsqrt_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? rsqrt_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : rsqrt_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? rsqrt_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : rsqrt_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? rsqrt_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : rsqrt_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? rsqrt_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : rsqrt_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = rsqrt_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = rsqrt_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = rsqrt_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = rsqrt_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = rsqrt_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = rsqrt_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12887,13 +13053,13 @@ log2_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 log2_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     bool stream, const void *ctx)
+                     bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -12910,7 +13076,7 @@ log2_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t se
 
 YT__STEPPED_TARGET static void
 log2_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, bool stream, const void *ctx)
+                 int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12920,17 +13086,17 @@ log2_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? log2_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : log2_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? log2_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : log2_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? log2_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : log2_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? log2_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : log2_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = log2_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = log2_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = log2_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = log2_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = log2_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = log2_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12941,13 +13107,13 @@ log2_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 log2_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -12964,7 +13130,7 @@ log2_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_AVX2_TARGET static void
 log2_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12974,17 +13140,17 @@ log2_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? log2_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : log2_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? log2_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : log2_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? log2_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : log2_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? log2_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : log2_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = log2_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = log2_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = log2_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = log2_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = log2_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = log2_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13036,13 +13202,13 @@ log2_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 log2_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     bool stream, const void *ctx)
+                     bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -13059,7 +13225,7 @@ log2_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t se
 
 YT__STEPPED_TARGET static void
 log2_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, bool stream, const void *ctx)
+                 int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13069,17 +13235,17 @@ log2_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? log2_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : log2_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? log2_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : log2_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? log2_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : log2_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? log2_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : log2_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = log2_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = log2_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = log2_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = log2_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = log2_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = log2_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13090,13 +13256,13 @@ log2_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 log2_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -13113,7 +13279,7 @@ log2_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_AVX2_TARGET static void
 log2_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13123,17 +13289,17 @@ log2_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? log2_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : log2_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? log2_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : log2_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? log2_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : log2_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? log2_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : log2_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = log2_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = log2_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = log2_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = log2_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = log2_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = log2_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13298,13 +13464,13 @@ sin_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sin_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    bool stream, const void *ctx)
+                    bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -13321,7 +13487,7 @@ sin_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 sin_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13331,17 +13497,17 @@ sin_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? sin_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : sin_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? sin_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : sin_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? sin_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : sin_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? sin_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : sin_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = sin_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = sin_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = sin_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = sin_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = sin_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = sin_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13352,13 +13518,13 @@ sin_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sin_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, bool stream, const void *ctx)
+                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -13375,7 +13541,7 @@ sin_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 sin_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13385,17 +13551,17 @@ sin_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? sin_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : sin_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? sin_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : sin_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? sin_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : sin_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? sin_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : sin_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = sin_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = sin_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = sin_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = sin_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = sin_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = sin_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13447,13 +13613,13 @@ sin_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sin_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    bool stream, const void *ctx)
+                    bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -13470,7 +13636,7 @@ sin_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 sin_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13480,17 +13646,17 @@ sin_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? sin_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : sin_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? sin_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : sin_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? sin_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : sin_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? sin_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : sin_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = sin_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = sin_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = sin_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = sin_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = sin_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = sin_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13501,13 +13667,13 @@ sin_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sin_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, bool stream, const void *ctx)
+                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -13524,7 +13690,7 @@ sin_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 sin_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13534,17 +13700,17 @@ sin_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? sin_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : sin_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? sin_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : sin_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? sin_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : sin_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? sin_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : sin_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = sin_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = sin_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = sin_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = sin_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = sin_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = sin_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13898,13 +14064,13 @@ floor_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 floor_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      bool stream, const void *ctx)
+                      bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -13921,7 +14087,7 @@ floor_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t s
 
 YT__STEPPED_TARGET static void
 floor_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, bool stream, const void *ctx)
+                  int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13931,17 +14097,17 @@ floor_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? floor_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : floor_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? floor_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : floor_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? floor_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : floor_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? floor_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : floor_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = floor_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = floor_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = floor_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = floor_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = floor_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = floor_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13952,13 +14118,13 @@ floor_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 floor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -13975,7 +14141,7 @@ floor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_AVX2_TARGET static void
 floor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13985,17 +14151,17 @@ floor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? floor_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : floor_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? floor_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : floor_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? floor_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : floor_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? floor_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : floor_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = floor_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = floor_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = floor_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = floor_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = floor_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = floor_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14045,13 +14211,13 @@ floor_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 floor_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      bool stream, const void *ctx)
+                      bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -14068,7 +14234,7 @@ floor_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t s
 
 YT__STEPPED_TARGET static void
 floor_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, bool stream, const void *ctx)
+                  int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14078,17 +14244,17 @@ floor_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? floor_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : floor_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? floor_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : floor_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? floor_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : floor_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? floor_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : floor_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = floor_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = floor_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = floor_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = floor_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = floor_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = floor_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14099,13 +14265,13 @@ floor_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 floor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -14122,7 +14288,7 @@ floor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_AVX2_TARGET static void
 floor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14132,17 +14298,17 @@ floor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? floor_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : floor_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? floor_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : floor_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? floor_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : floor_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? floor_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : floor_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = floor_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = floor_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = floor_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = floor_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = floor_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = floor_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14319,14 +14485,14 @@ leaky_relu_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 leaky_relu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float negative_slope = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -14343,7 +14509,7 @@ leaky_relu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_TARGET static void
 leaky_relu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14353,17 +14519,17 @@ leaky_relu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? leaky_relu_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : leaky_relu_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? leaky_relu_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : leaky_relu_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? leaky_relu_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : leaky_relu_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? leaky_relu_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : leaky_relu_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = leaky_relu_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = leaky_relu_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = leaky_relu_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = leaky_relu_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = leaky_relu_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = leaky_relu_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14374,14 +14540,14 @@ leaky_relu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 leaky_relu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, bool stream, const void *ctx)
+                                int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float negative_slope = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -14398,7 +14564,8 @@ leaky_relu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
 
 YT__STEPPED_AVX2_TARGET static void
 leaky_relu_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14408,17 +14575,18 @@ leaky_relu_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? leaky_relu_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : leaky_relu_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? leaky_relu_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : leaky_relu_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? leaky_relu_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : leaky_relu_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? leaky_relu_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : leaky_relu_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = leaky_relu_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = leaky_relu_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = leaky_relu_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = leaky_relu_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = leaky_relu_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = leaky_relu_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch,
+                                                ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14469,14 +14637,14 @@ leaky_relu_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 leaky_relu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double negative_slope = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -14493,7 +14661,7 @@ leaky_relu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_TARGET static void
 leaky_relu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14503,17 +14671,17 @@ leaky_relu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? leaky_relu_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : leaky_relu_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? leaky_relu_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : leaky_relu_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? leaky_relu_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : leaky_relu_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? leaky_relu_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : leaky_relu_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = leaky_relu_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = leaky_relu_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = leaky_relu_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = leaky_relu_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = leaky_relu_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = leaky_relu_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14524,14 +14692,14 @@ leaky_relu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 leaky_relu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, bool stream, const void *ctx)
+                                int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double negative_slope = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -14548,7 +14716,8 @@ leaky_relu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
 
 YT__STEPPED_AVX2_TARGET static void
 leaky_relu_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14558,17 +14727,18 @@ leaky_relu_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? leaky_relu_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : leaky_relu_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? leaky_relu_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : leaky_relu_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? leaky_relu_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : leaky_relu_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? leaky_relu_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : leaky_relu_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = leaky_relu_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = leaky_relu_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = leaky_relu_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = leaky_relu_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = leaky_relu_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = leaky_relu_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch,
+                                                ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15573,7 +15743,7 @@ nan_to_num_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 nan_to_num_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float nan = (float)scalars[0].f;
@@ -15585,7 +15755,7 @@ nan_to_num_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int6
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -15608,7 +15778,7 @@ nan_to_num_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_TARGET static void
 nan_to_num_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15618,17 +15788,17 @@ nan_to_num_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? nan_to_num_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : nan_to_num_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? nan_to_num_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : nan_to_num_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? nan_to_num_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : nan_to_num_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? nan_to_num_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : nan_to_num_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = nan_to_num_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = nan_to_num_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = nan_to_num_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = nan_to_num_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = nan_to_num_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = nan_to_num_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15639,7 +15809,7 @@ nan_to_num_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 nan_to_num_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, bool stream, const void *ctx)
+                                int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float nan = (float)scalars[0].f;
@@ -15651,7 +15821,7 @@ nan_to_num_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -15674,7 +15844,8 @@ nan_to_num_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
 
 YT__STEPPED_AVX2_TARGET static void
 nan_to_num_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15684,17 +15855,18 @@ nan_to_num_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? nan_to_num_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : nan_to_num_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? nan_to_num_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : nan_to_num_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? nan_to_num_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : nan_to_num_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? nan_to_num_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : nan_to_num_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = nan_to_num_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = nan_to_num_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = nan_to_num_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = nan_to_num_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = nan_to_num_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = nan_to_num_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch,
+                                                ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15763,7 +15935,7 @@ nan_to_num_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 nan_to_num_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double nan = (double)scalars[0].f;
@@ -15775,7 +15947,7 @@ nan_to_num_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int6
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -15798,7 +15970,7 @@ nan_to_num_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_TARGET static void
 nan_to_num_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15808,17 +15980,17 @@ nan_to_num_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? nan_to_num_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : nan_to_num_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? nan_to_num_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : nan_to_num_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? nan_to_num_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : nan_to_num_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? nan_to_num_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : nan_to_num_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = nan_to_num_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = nan_to_num_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = nan_to_num_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = nan_to_num_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = nan_to_num_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = nan_to_num_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15829,7 +16001,7 @@ nan_to_num_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 nan_to_num_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, bool stream, const void *ctx)
+                                int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double nan = (double)scalars[0].f;
@@ -15841,7 +16013,7 @@ nan_to_num_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -15864,7 +16036,8 @@ nan_to_num_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
 
 YT__STEPPED_AVX2_TARGET static void
 nan_to_num_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15874,17 +16047,18 @@ nan_to_num_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? nan_to_num_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : nan_to_num_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? nan_to_num_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : nan_to_num_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? nan_to_num_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : nan_to_num_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? nan_to_num_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : nan_to_num_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = nan_to_num_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = nan_to_num_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = nan_to_num_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = nan_to_num_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = nan_to_num_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = nan_to_num_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch,
+                                                ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)

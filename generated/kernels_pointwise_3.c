@@ -21,7 +21,8 @@
  * apart, the output 2 apart, or both in place, the rest contiguous: codegen/lower.py, _step_cases)
  * with those steps as constants, so that the lanes' tests of each operand's step fold away, and
  * once more for any other steps; with a contiguous output, once storing it around the caches and
- * once plainly (the form's `stream`, yt__stepped_fn). */
+ * once plainly (the form's `stream`, yt__stepped_fn); whether the rows fetch their stepped
+ * operands' lines ahead (`fetch`) is tested as they run. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -628,7 +629,7 @@ add_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 add_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                    const char *other_p, int64_t other_step, int64_t n, bool stream,
+                    const char *other_p, int64_t other_step, int64_t n, bool stream, bool fetch,
                     const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -637,8 +638,8 @@ add_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -656,7 +657,7 @@ add_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 add_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -668,24 +669,24 @@ add_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = stream ? add_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
-                       : add_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
+            i = stream ? add_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, fetch, ctx)
+                       : add_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = stream ? add_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
-                       : add_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
+            i = stream ? add_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, fetch, ctx)
+                       : add_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = stream ? add_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
-                       : add_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
+            i = stream ? add_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, fetch, ctx)
+                       : add_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = stream ? add_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
-                       : add_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
+            i = stream ? add_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, fetch, ctx)
+                       : add_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = add_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
+            i = add_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = add_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
+            i = add_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else
             i = add_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n,
-                                    stream, ctx);
+                                    stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -697,7 +698,7 @@ add_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 add_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                          const char *other_p, int64_t other_step, int64_t n, bool stream,
-                         const void *ctx)
+                         bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float alpha = (float)scalars[0].f;
@@ -705,8 +706,8 @@ add_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -724,7 +725,7 @@ add_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 add_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -736,24 +737,30 @@ add_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = stream ? add_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
-                       : add_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
+            i = stream
+                    ? add_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, fetch, ctx)
+                    : add_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = stream ? add_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
-                       : add_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
+            i = stream
+                    ? add_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true, fetch, ctx)
+                    : add_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false, fetch,
+                                               ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = stream ? add_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
-                       : add_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
+            i = stream
+                    ? add_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, fetch, ctx)
+                    : add_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = stream ? add_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
-                       : add_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
+            i = stream
+                    ? add_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true, fetch, ctx)
+                    : add_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false, fetch,
+                                               ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = add_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
+            i = add_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = add_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
+            i = add_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, fetch, ctx);
         else
             i = add_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p, other_step, n,
-                                         stream, ctx);
+                                         stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -828,7 +835,7 @@ add_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 add_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                    const char *other_p, int64_t other_step, int64_t n, bool stream,
+                    const char *other_p, int64_t other_step, int64_t n, bool stream, bool fetch,
                     const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -837,8 +844,8 @@ add_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -856,7 +863,7 @@ add_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 add_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -868,24 +875,24 @@ add_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = stream ? add_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
-                       : add_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
+            i = stream ? add_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, fetch, ctx)
+                       : add_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = stream ? add_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
-                       : add_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
+            i = stream ? add_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, fetch, ctx)
+                       : add_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = stream ? add_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
-                       : add_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
+            i = stream ? add_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, fetch, ctx)
+                       : add_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = stream ? add_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
-                       : add_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
+            i = stream ? add_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, fetch, ctx)
+                       : add_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = add_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
+            i = add_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = add_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
+            i = add_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, fetch, ctx);
         else
             i = add_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n,
-                                    stream, ctx);
+                                    stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -897,7 +904,7 @@ add_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 add_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                          const char *other_p, int64_t other_step, int64_t n, bool stream,
-                         const void *ctx)
+                         bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double alpha = (double)scalars[0].f;
@@ -905,8 +912,8 @@ add_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -924,7 +931,7 @@ add_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 add_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -936,24 +943,32 @@ add_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = stream ? add_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
-                       : add_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
+            i = stream
+                    ? add_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true, fetch, ctx)
+                    : add_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false, fetch,
+                                               ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = stream ? add_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
-                       : add_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
+            i = stream
+                    ? add_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true, fetch, ctx)
+                    : add_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false, fetch,
+                                               ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = stream ? add_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
-                       : add_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
+            i = stream
+                    ? add_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true, fetch, ctx)
+                    : add_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false, fetch,
+                                               ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = stream ? add_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
-                       : add_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
+            i = stream
+                    ? add_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true, fetch, ctx)
+                    : add_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false, fetch,
+                                               ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = add_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
+            i = add_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = add_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
+            i = add_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, fetch, ctx);
         else
             i = add_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p, other_step, n,
-                                         stream, ctx);
+                                         stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -1386,7 +1401,7 @@ add_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 add_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -1394,7 +1409,7 @@ add_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int6
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -1411,7 +1426,7 @@ add_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_TARGET static void
 add_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1421,17 +1436,17 @@ add_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? add_scalar_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : add_scalar_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? add_scalar_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : add_scalar_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? add_scalar_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : add_scalar_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? add_scalar_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : add_scalar_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = add_scalar_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = add_scalar_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = add_scalar_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = add_scalar_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = add_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = add_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1442,7 +1457,7 @@ add_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 add_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, bool stream, const void *ctx)
+                                int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -1450,7 +1465,7 @@ add_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -1467,7 +1482,8 @@ add_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
 
 YT__STEPPED_AVX2_TARGET static void
 add_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1477,17 +1493,18 @@ add_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? add_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : add_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? add_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : add_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? add_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : add_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? add_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : add_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = add_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = add_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = add_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = add_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = add_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = add_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch,
+                                                ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1539,7 +1556,7 @@ add_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 add_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -1547,7 +1564,7 @@ add_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int6
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -1564,7 +1581,7 @@ add_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_TARGET static void
 add_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1574,17 +1591,17 @@ add_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? add_scalar_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : add_scalar_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? add_scalar_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : add_scalar_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? add_scalar_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : add_scalar_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? add_scalar_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : add_scalar_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = add_scalar_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = add_scalar_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = add_scalar_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = add_scalar_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = add_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = add_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1595,7 +1612,7 @@ add_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 add_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, bool stream, const void *ctx)
+                                int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -1603,7 +1620,7 @@ add_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -1620,7 +1637,8 @@ add_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
 
 YT__STEPPED_AVX2_TARGET static void
 add_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1630,17 +1648,18 @@ add_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? add_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : add_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? add_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : add_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? add_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : add_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? add_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : add_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = add_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = add_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = add_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = add_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = add_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = add_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch,
+                                                ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2025,14 +2044,14 @@ clamp_min_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_min_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -2049,7 +2068,7 @@ clamp_min_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_TARGET static void
 clamp_min_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2059,17 +2078,17 @@ clamp_min_stepped_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? clamp_min_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : clamp_min_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? clamp_min_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : clamp_min_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? clamp_min_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : clamp_min_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? clamp_min_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : clamp_min_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clamp_min_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = clamp_min_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clamp_min_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = clamp_min_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = clamp_min_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = clamp_min_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2080,14 +2099,14 @@ clamp_min_stepped_f32(char **data, const int64_t *strides, int64_t n, const int6
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_min_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, bool stream, const void *ctx)
+                               int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -2104,7 +2123,8 @@ clamp_min_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, 
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_min_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                           const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2114,17 +2134,18 @@ clamp_min_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? clamp_min_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : clamp_min_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? clamp_min_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : clamp_min_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? clamp_min_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : clamp_min_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? clamp_min_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : clamp_min_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clamp_min_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = clamp_min_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clamp_min_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = clamp_min_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = clamp_min_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = clamp_min_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch,
+                                               ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2175,14 +2196,14 @@ clamp_min_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_min_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -2199,7 +2220,7 @@ clamp_min_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_TARGET static void
 clamp_min_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2209,17 +2230,17 @@ clamp_min_stepped_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? clamp_min_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : clamp_min_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? clamp_min_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : clamp_min_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? clamp_min_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : clamp_min_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? clamp_min_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : clamp_min_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clamp_min_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = clamp_min_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clamp_min_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = clamp_min_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = clamp_min_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = clamp_min_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2230,14 +2251,14 @@ clamp_min_stepped_f64(char **data, const int64_t *strides, int64_t n, const int6
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_min_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, bool stream, const void *ctx)
+                               int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -2254,7 +2275,8 @@ clamp_min_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, 
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_min_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                           const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2264,17 +2286,18 @@ clamp_min_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? clamp_min_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : clamp_min_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? clamp_min_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : clamp_min_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? clamp_min_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : clamp_min_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? clamp_min_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : clamp_min_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clamp_min_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = clamp_min_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clamp_min_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = clamp_min_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = clamp_min_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = clamp_min_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch,
+                                               ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2842,15 +2865,15 @@ clamp_min_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_min_tensor_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                                  const char *min_p, int64_t min_step, int64_t n, bool stream,
-                                 const void *ctx)
+                                 bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], min_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -2868,7 +2891,8 @@ clamp_min_tensor_stepped_row_f32(char *out, int64_t out_step, const char *self_p
 
 YT__STEPPED_TARGET static void
 clamp_min_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                             const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2880,28 +2904,32 @@ clamp_min_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
         const char *min_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && min_step == 4)
-            i = stream
-                    ? clamp_min_tensor_stepped_row_f32(out, 4, self_p, 8, min_p, 4, n, true, ctx)
-                    : clamp_min_tensor_stepped_row_f32(out, 4, self_p, 8, min_p, 4, n, false, ctx);
+            i = stream ? clamp_min_tensor_stepped_row_f32(out, 4, self_p, 8, min_p, 4, n, true,
+                                                          fetch, ctx)
+                       : clamp_min_tensor_stepped_row_f32(out, 4, self_p, 8, min_p, 4, n, false,
+                                                          fetch, ctx);
         else if (out_step == 4 && self_step == 12 && min_step == 4)
-            i = stream
-                    ? clamp_min_tensor_stepped_row_f32(out, 4, self_p, 12, min_p, 4, n, true, ctx)
-                    : clamp_min_tensor_stepped_row_f32(out, 4, self_p, 12, min_p, 4, n, false, ctx);
+            i = stream ? clamp_min_tensor_stepped_row_f32(out, 4, self_p, 12, min_p, 4, n, true,
+                                                          fetch, ctx)
+                       : clamp_min_tensor_stepped_row_f32(out, 4, self_p, 12, min_p, 4, n, false,
+                                                          fetch, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 8)
-            i = stream
-                    ? clamp_min_tensor_stepped_row_f32(out, 4, self_p, 4, min_p, 8, n, true, ctx)
-                    : clamp_min_tensor_stepped_row_f32(out, 4, self_p, 4, min_p, 8, n, false, ctx);
+            i = stream ? clamp_min_tensor_stepped_row_f32(out, 4, self_p, 4, min_p, 8, n, true,
+                                                          fetch, ctx)
+                       : clamp_min_tensor_stepped_row_f32(out, 4, self_p, 4, min_p, 8, n, false,
+                                                          fetch, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 12)
-            i = stream
-                    ? clamp_min_tensor_stepped_row_f32(out, 4, self_p, 4, min_p, 12, n, true, ctx)
-                    : clamp_min_tensor_stepped_row_f32(out, 4, self_p, 4, min_p, 12, n, false, ctx);
+            i = stream ? clamp_min_tensor_stepped_row_f32(out, 4, self_p, 4, min_p, 12, n, true,
+                                                          fetch, ctx)
+                       : clamp_min_tensor_stepped_row_f32(out, 4, self_p, 4, min_p, 12, n, false,
+                                                          fetch, ctx);
         else if (out_step == 8 && self_step == 4 && min_step == 4)
-            i = clamp_min_tensor_stepped_row_f32(out, 8, self_p, 4, min_p, 4, n, false, ctx);
+            i = clamp_min_tensor_stepped_row_f32(out, 8, self_p, 4, min_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 4)
-            i = clamp_min_tensor_stepped_row_f32(out, 8, self_p, 8, min_p, 4, n, false, ctx);
+            i = clamp_min_tensor_stepped_row_f32(out, 8, self_p, 8, min_p, 4, n, false, fetch, ctx);
         else
             i = clamp_min_tensor_stepped_row_f32(out, out_step, self_p, self_step, min_p, min_step,
-                                                 n, stream, ctx);
+                                                 n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2913,15 +2941,15 @@ clamp_min_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_min_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
                                       int64_t self_step, const char *min_p, int64_t min_step,
-                                      int64_t n, bool stream, const void *ctx)
+                                      int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], min_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -2939,7 +2967,7 @@ clamp_min_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *s
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_min_tensor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -2953,31 +2981,33 @@ clamp_min_tensor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n
         int64_t i;
         if (out_step == 4 && self_step == 8 && min_step == 4)
             i = stream ? clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, min_p, 4, n, true,
-                                                               ctx)
+                                                               fetch, ctx)
                        : clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, min_p, 4, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 4 && self_step == 12 && min_step == 4)
             i = stream ? clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, min_p, 4, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, min_p, 4, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 8)
             i = stream ? clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, min_p, 8, n, true,
-                                                               ctx)
+                                                               fetch, ctx)
                        : clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, min_p, 8, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 12)
             i = stream ? clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, min_p, 12, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, min_p, 12, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 8 && self_step == 4 && min_step == 4)
-            i = clamp_min_tensor_stepped_row_avx2_f32(out, 8, self_p, 4, min_p, 4, n, false, ctx);
+            i = clamp_min_tensor_stepped_row_avx2_f32(out, 8, self_p, 4, min_p, 4, n, false, fetch,
+                                                      ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 4)
-            i = clamp_min_tensor_stepped_row_avx2_f32(out, 8, self_p, 8, min_p, 4, n, false, ctx);
+            i = clamp_min_tensor_stepped_row_avx2_f32(out, 8, self_p, 8, min_p, 4, n, false, fetch,
+                                                      ctx);
         else
             i = clamp_min_tensor_stepped_row_avx2_f32(out, out_step, self_p, self_step, min_p,
-                                                      min_step, n, stream, ctx);
+                                                      min_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3052,15 +3082,15 @@ clamp_min_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_min_tensor_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                                  const char *min_p, int64_t min_step, int64_t n, bool stream,
-                                 const void *ctx)
+                                 bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], min_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -3078,7 +3108,8 @@ clamp_min_tensor_stepped_row_f64(char *out, int64_t out_step, const char *self_p
 
 YT__STEPPED_TARGET static void
 clamp_min_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                             const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3090,28 +3121,34 @@ clamp_min_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
         const char *min_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && min_step == 8)
-            i = stream
-                    ? clamp_min_tensor_stepped_row_f64(out, 8, self_p, 16, min_p, 8, n, true, ctx)
-                    : clamp_min_tensor_stepped_row_f64(out, 8, self_p, 16, min_p, 8, n, false, ctx);
+            i = stream ? clamp_min_tensor_stepped_row_f64(out, 8, self_p, 16, min_p, 8, n, true,
+                                                          fetch, ctx)
+                       : clamp_min_tensor_stepped_row_f64(out, 8, self_p, 16, min_p, 8, n, false,
+                                                          fetch, ctx);
         else if (out_step == 8 && self_step == 24 && min_step == 8)
-            i = stream
-                    ? clamp_min_tensor_stepped_row_f64(out, 8, self_p, 24, min_p, 8, n, true, ctx)
-                    : clamp_min_tensor_stepped_row_f64(out, 8, self_p, 24, min_p, 8, n, false, ctx);
+            i = stream ? clamp_min_tensor_stepped_row_f64(out, 8, self_p, 24, min_p, 8, n, true,
+                                                          fetch, ctx)
+                       : clamp_min_tensor_stepped_row_f64(out, 8, self_p, 24, min_p, 8, n, false,
+                                                          fetch, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 16)
-            i = stream
-                    ? clamp_min_tensor_stepped_row_f64(out, 8, self_p, 8, min_p, 16, n, true, ctx)
-                    : clamp_min_tensor_stepped_row_f64(out, 8, self_p, 8, min_p, 16, n, false, ctx);
+            i = stream ? clamp_min_tensor_stepped_row_f64(out, 8, self_p, 8, min_p, 16, n, true,
+                                                          fetch, ctx)
+                       : clamp_min_tensor_stepped_row_f64(out, 8, self_p, 8, min_p, 16, n, false,
+                                                          fetch, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 24)
-            i = stream
-                    ? clamp_min_tensor_stepped_row_f64(out, 8, self_p, 8, min_p, 24, n, true, ctx)
-                    : clamp_min_tensor_stepped_row_f64(out, 8, self_p, 8, min_p, 24, n, false, ctx);
+            i = stream ? clamp_min_tensor_stepped_row_f64(out, 8, self_p, 8, min_p, 24, n, true,
+                                                          fetch, ctx)
+                       : clamp_min_tensor_stepped_row_f64(out, 8, self_p, 8, min_p, 24, n, false,
+                                                          fetch, ctx);
         else if (out_step == 16 && self_step == 8 && min_step == 8)
-            i = clamp_min_tensor_stepped_row_f64(out, 16, self_p, 8, min_p, 8, n, false, ctx);
+            i = clamp_min_tensor_stepped_row_f64(out, 16, self_p, 8, min_p, 8, n, false, fetch,
+                                                 ctx);
         else if (out_step == 16 && self_step == 16 && min_step == 8)
-            i = clamp_min_tensor_stepped_row_f64(out, 16, self_p, 16, min_p, 8, n, false, ctx);
+            i = clamp_min_tensor_stepped_row_f64(out, 16, self_p, 16, min_p, 8, n, false, fetch,
+                                                 ctx);
         else
             i = clamp_min_tensor_stepped_row_f64(out, out_step, self_p, self_step, min_p, min_step,
-                                                 n, stream, ctx);
+                                                 n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3123,15 +3160,15 @@ clamp_min_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_min_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
                                       int64_t self_step, const char *min_p, int64_t min_step,
-                                      int64_t n, bool stream, const void *ctx)
+                                      int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], min_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -3149,7 +3186,7 @@ clamp_min_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *s
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_min_tensor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -3163,31 +3200,33 @@ clamp_min_tensor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n
         int64_t i;
         if (out_step == 8 && self_step == 16 && min_step == 8)
             i = stream ? clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, min_p, 8, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, min_p, 8, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 8 && self_step == 24 && min_step == 8)
             i = stream ? clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, min_p, 8, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, min_p, 8, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 16)
             i = stream ? clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, min_p, 16, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, min_p, 16, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 24)
             i = stream ? clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, min_p, 24, n,
-                                                               true, ctx)
+                                                               true, fetch, ctx)
                        : clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, min_p, 24, n,
-                                                               false, ctx);
+                                                               false, fetch, ctx);
         else if (out_step == 16 && self_step == 8 && min_step == 8)
-            i = clamp_min_tensor_stepped_row_avx2_f64(out, 16, self_p, 8, min_p, 8, n, false, ctx);
+            i = clamp_min_tensor_stepped_row_avx2_f64(out, 16, self_p, 8, min_p, 8, n, false, fetch,
+                                                      ctx);
         else if (out_step == 16 && self_step == 16 && min_step == 8)
-            i = clamp_min_tensor_stepped_row_avx2_f64(out, 16, self_p, 16, min_p, 8, n, false, ctx);
+            i = clamp_min_tensor_stepped_row_avx2_f64(out, 16, self_p, 16, min_p, 8, n, false,
+                                                      fetch, ctx);
         else
             i = clamp_min_tensor_stepped_row_avx2_f64(out, out_step, self_p, self_step, min_p,
-                                                      min_step, n, stream, ctx);
+                                                      min_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3828,14 +3867,14 @@ clamp_backward_blocks_f32_no_min_no_max(const yt__block_strip *s, const void *ct
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_f32_no_min_no_max(char *out, int64_t out_step, const char *grad_output_p,
                                              int64_t grad_output_step, int64_t n, bool stream,
-                                             const void *ctx)
+                                             bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float grad_output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
+                           grad_output_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -3853,7 +3892,7 @@ clamp_backward_stepped_row_f32_no_min_no_max(char *out, int64_t out_step, const 
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f32_no_min_no_max(char **data, const int64_t *strides, int64_t n,
                                          const int64_t *row_strides, int64_t rows, bool stream,
-                                         const void *ctx)
+                                         bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3864,23 +3903,23 @@ clamp_backward_stepped_f32_no_min_no_max(char **data, const int64_t *strides, in
         int64_t i;
         if (out_step == 4 && grad_output_step == 8)
             i = stream ? clamp_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p, 8, n,
-                                                                      true, ctx)
+                                                                      true, fetch, ctx)
                        : clamp_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p, 8, n,
-                                                                      false, ctx);
+                                                                      false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12)
             i = stream ? clamp_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p, 12, n,
-                                                                      true, ctx)
+                                                                      true, fetch, ctx)
                        : clamp_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p, 12, n,
-                                                                      false, ctx);
+                                                                      false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4)
             i = clamp_backward_stepped_row_f32_no_min_no_max(out, 8, grad_output_p, 4, n, false,
-                                                             ctx);
+                                                             fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8)
             i = clamp_backward_stepped_row_f32_no_min_no_max(out, 8, grad_output_p, 8, n, false,
-                                                             ctx);
+                                                             fetch, ctx);
         else
-            i = clamp_backward_stepped_row_f32_no_min_no_max(out, out_step, grad_output_p,
-                                                             grad_output_step, n, stream, ctx);
+            i = clamp_backward_stepped_row_f32_no_min_no_max(
+                out, out_step, grad_output_p, grad_output_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3893,14 +3932,14 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_avx2_f32_no_min_no_max(char *out, int64_t out_step,
                                                   const char *grad_output_p,
                                                   int64_t grad_output_step, int64_t n, bool stream,
-                                                  const void *ctx)
+                                                  bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float grad_output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
+                                grad_output_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -3918,7 +3957,7 @@ clamp_backward_stepped_row_avx2_f32_no_min_no_max(char *out, int64_t out_step,
 YT__STEPPED_AVX2_TARGET static void
 clamp_backward_stepped_avx2_f32_no_min_no_max(char **data, const int64_t *strides, int64_t n,
                                               const int64_t *row_strides, int64_t rows, bool stream,
-                                              const void *ctx)
+                                              bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3929,23 +3968,23 @@ clamp_backward_stepped_avx2_f32_no_min_no_max(char **data, const int64_t *stride
         int64_t i;
         if (out_step == 4 && grad_output_step == 8)
             i = stream ? clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, 4, grad_output_p, 8,
-                                                                           n, true, ctx)
+                                                                           n, true, fetch, ctx)
                        : clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, 4, grad_output_p, 8,
-                                                                           n, false, ctx);
+                                                                           n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12)
             i = stream ? clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, 4, grad_output_p,
-                                                                           12, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, 4, grad_output_p,
-                                                                           12, n, false, ctx);
+                                                                           12, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_no_min_no_max(
+                             out, 4, grad_output_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4)
             i = clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, 8, grad_output_p, 4, n,
-                                                                  false, ctx);
+                                                                  false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8)
             i = clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, 8, grad_output_p, 8, n,
-                                                                  false, ctx);
+                                                                  false, fetch, ctx);
         else
-            i = clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, out_step, grad_output_p,
-                                                                  grad_output_step, n, stream, ctx);
+            i = clamp_backward_stepped_row_avx2_f32_no_min_no_max(
+                out, out_step, grad_output_p, grad_output_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4022,7 +4061,7 @@ clamp_backward_blocks_f32_no_min_max(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_f32_no_min_max(char *out, int64_t out_step, const char *grad_output_p,
                                           int64_t grad_output_step, const char *self_p,
-                                          int64_t self_step, int64_t n, bool stream,
+                                          int64_t self_step, int64_t n, bool stream, bool fetch,
                                           const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -4032,8 +4071,8 @@ clamp_backward_stepped_row_f32_no_min_max(char *out, int64_t out_step, const cha
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -4052,7 +4091,7 @@ clamp_backward_stepped_row_f32_no_min_max(char *out, int64_t out_step, const cha
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
                                       const int64_t *row_strides, int64_t rows, bool stream,
-                                      const void *ctx)
+                                      bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4065,33 +4104,34 @@ clamp_backward_stepped_f32_no_min_max(char **data, const int64_t *strides, int64
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
             i = stream ? clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 8, self_p,
-                                                                   4, n, true, ctx)
+                                                                   4, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 8, self_p,
-                                                                   4, n, false, ctx);
+                                                                   4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
             i = stream ? clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 12,
-                                                                   self_p, 4, n, true, ctx)
+                                                                   self_p, 4, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 12,
-                                                                   self_p, 4, n, false, ctx);
+                                                                   self_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
             i = stream ? clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 4, self_p,
-                                                                   8, n, true, ctx)
+                                                                   8, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 4, self_p,
-                                                                   8, n, false, ctx);
+                                                                   8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
             i = stream ? clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 4, self_p,
-                                                                   12, n, true, ctx)
+                                                                   12, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 4, self_p,
-                                                                   12, n, false, ctx);
+                                                                   12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = clamp_backward_stepped_row_f32_no_min_max(out, 8, grad_output_p, 4, self_p, 4, n,
-                                                          false, ctx);
+                                                          false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = clamp_backward_stepped_row_f32_no_min_max(out, 8, grad_output_p, 8, self_p, 4, n,
-                                                          false, ctx);
+                                                          false, fetch, ctx);
         else
-            i = clamp_backward_stepped_row_f32_no_min_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
+            i = clamp_backward_stepped_row_f32_no_min_max(out, out_step, grad_output_p,
+                                                          grad_output_step, self_p, self_step, n,
+                                                          stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4104,7 +4144,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_avx2_f32_no_min_max(char *out, int64_t out_step,
                                                const char *grad_output_p, int64_t grad_output_step,
                                                const char *self_p, int64_t self_step, int64_t n,
-                                               bool stream, const void *ctx)
+                                               bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float max = (float)scalars[1].f;
@@ -4113,8 +4153,8 @@ clamp_backward_stepped_row_avx2_f32_no_min_max(char *out, int64_t out_step,
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -4133,7 +4173,7 @@ clamp_backward_stepped_row_avx2_f32_no_min_max(char *out, int64_t out_step,
 YT__STEPPED_AVX2_TARGET static void
 clamp_backward_stepped_avx2_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
                                            const int64_t *row_strides, int64_t rows, bool stream,
-                                           const void *ctx)
+                                           bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4145,34 +4185,35 @@ clamp_backward_stepped_avx2_f32_no_min_max(char **data, const int64_t *strides, 
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
-            i = stream ? clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 8,
-                                                                        self_p, 4, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 8,
-                                                                        self_p, 4, n, false, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_no_min_max(
+                             out, 4, grad_output_p, 8, self_p, 4, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_no_min_max(
+                             out, 4, grad_output_p, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
-            i = stream ? clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 12,
-                                                                        self_p, 4, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 12,
-                                                                        self_p, 4, n, false, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_no_min_max(
+                             out, 4, grad_output_p, 12, self_p, 4, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_no_min_max(
+                             out, 4, grad_output_p, 12, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
-            i = stream ? clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 4,
-                                                                        self_p, 8, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 4,
-                                                                        self_p, 8, n, false, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_no_min_max(
+                             out, 4, grad_output_p, 4, self_p, 8, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_no_min_max(
+                             out, 4, grad_output_p, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
-            i = stream ? clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 4,
-                                                                        self_p, 12, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 4,
-                                                                        self_p, 12, n, false, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_no_min_max(
+                             out, 4, grad_output_p, 4, self_p, 12, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_no_min_max(
+                             out, 4, grad_output_p, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = clamp_backward_stepped_row_avx2_f32_no_min_max(out, 8, grad_output_p, 4, self_p, 4,
-                                                               n, false, ctx);
+                                                               n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = clamp_backward_stepped_row_avx2_f32_no_min_max(out, 8, grad_output_p, 8, self_p, 4,
-                                                               n, false, ctx);
+                                                               n, false, fetch, ctx);
         else
-            i = clamp_backward_stepped_row_avx2_f32_no_min_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
+            i = clamp_backward_stepped_row_avx2_f32_no_min_max(out, out_step, grad_output_p,
+                                                               grad_output_step, self_p, self_step,
+                                                               n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4249,7 +4290,7 @@ clamp_backward_blocks_f32_min_no_max(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_f32_min_no_max(char *out, int64_t out_step, const char *grad_output_p,
                                           int64_t grad_output_step, const char *self_p,
-                                          int64_t self_step, int64_t n, bool stream,
+                                          int64_t self_step, int64_t n, bool stream, bool fetch,
                                           const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -4259,8 +4300,8 @@ clamp_backward_stepped_row_f32_min_no_max(char *out, int64_t out_step, const cha
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -4279,7 +4320,7 @@ clamp_backward_stepped_row_f32_min_no_max(char *out, int64_t out_step, const cha
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
                                       const int64_t *row_strides, int64_t rows, bool stream,
-                                      const void *ctx)
+                                      bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4292,33 +4333,34 @@ clamp_backward_stepped_f32_min_no_max(char **data, const int64_t *strides, int64
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
             i = stream ? clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 8, self_p,
-                                                                   4, n, true, ctx)
+                                                                   4, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 8, self_p,
-                                                                   4, n, false, ctx);
+                                                                   4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
             i = stream ? clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 12,
-                                                                   self_p, 4, n, true, ctx)
+                                                                   self_p, 4, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 12,
-                                                                   self_p, 4, n, false, ctx);
+                                                                   self_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
             i = stream ? clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 4, self_p,
-                                                                   8, n, true, ctx)
+                                                                   8, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 4, self_p,
-                                                                   8, n, false, ctx);
+                                                                   8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
             i = stream ? clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 4, self_p,
-                                                                   12, n, true, ctx)
+                                                                   12, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 4, self_p,
-                                                                   12, n, false, ctx);
+                                                                   12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = clamp_backward_stepped_row_f32_min_no_max(out, 8, grad_output_p, 4, self_p, 4, n,
-                                                          false, ctx);
+                                                          false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = clamp_backward_stepped_row_f32_min_no_max(out, 8, grad_output_p, 8, self_p, 4, n,
-                                                          false, ctx);
+                                                          false, fetch, ctx);
         else
-            i = clamp_backward_stepped_row_f32_min_no_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
+            i = clamp_backward_stepped_row_f32_min_no_max(out, out_step, grad_output_p,
+                                                          grad_output_step, self_p, self_step, n,
+                                                          stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4331,7 +4373,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_avx2_f32_min_no_max(char *out, int64_t out_step,
                                                const char *grad_output_p, int64_t grad_output_step,
                                                const char *self_p, int64_t self_step, int64_t n,
-                                               bool stream, const void *ctx)
+                                               bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
@@ -4340,8 +4382,8 @@ clamp_backward_stepped_row_avx2_f32_min_no_max(char *out, int64_t out_step,
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -4360,7 +4402,7 @@ clamp_backward_stepped_row_avx2_f32_min_no_max(char *out, int64_t out_step,
 YT__STEPPED_AVX2_TARGET static void
 clamp_backward_stepped_avx2_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
                                            const int64_t *row_strides, int64_t rows, bool stream,
-                                           const void *ctx)
+                                           bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4372,34 +4414,35 @@ clamp_backward_stepped_avx2_f32_min_no_max(char **data, const int64_t *strides, 
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
-            i = stream ? clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 8,
-                                                                        self_p, 4, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 8,
-                                                                        self_p, 4, n, false, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_min_no_max(
+                             out, 4, grad_output_p, 8, self_p, 4, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_min_no_max(
+                             out, 4, grad_output_p, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
-            i = stream ? clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 12,
-                                                                        self_p, 4, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 12,
-                                                                        self_p, 4, n, false, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_min_no_max(
+                             out, 4, grad_output_p, 12, self_p, 4, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_min_no_max(
+                             out, 4, grad_output_p, 12, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
-            i = stream ? clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 4,
-                                                                        self_p, 8, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 4,
-                                                                        self_p, 8, n, false, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_min_no_max(
+                             out, 4, grad_output_p, 4, self_p, 8, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_min_no_max(
+                             out, 4, grad_output_p, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
-            i = stream ? clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 4,
-                                                                        self_p, 12, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 4,
-                                                                        self_p, 12, n, false, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_min_no_max(
+                             out, 4, grad_output_p, 4, self_p, 12, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_min_no_max(
+                             out, 4, grad_output_p, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = clamp_backward_stepped_row_avx2_f32_min_no_max(out, 8, grad_output_p, 4, self_p, 4,
-                                                               n, false, ctx);
+                                                               n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = clamp_backward_stepped_row_avx2_f32_min_no_max(out, 8, grad_output_p, 8, self_p, 4,
-                                                               n, false, ctx);
+                                                               n, false, fetch, ctx);
         else
-            i = clamp_backward_stepped_row_avx2_f32_min_no_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
+            i = clamp_backward_stepped_row_avx2_f32_min_no_max(out, out_step, grad_output_p,
+                                                               grad_output_step, self_p, self_step,
+                                                               n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4481,7 +4524,8 @@ clamp_backward_blocks_f32_min_max(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_f32_min_max(char *out, int64_t out_step, const char *grad_output_p,
                                        int64_t grad_output_step, const char *self_p,
-                                       int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                       int64_t self_step, int64_t n, bool stream, bool fetch,
+                                       const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
@@ -4491,8 +4535,8 @@ clamp_backward_stepped_row_f32_min_max(char *out, int64_t out_step, const char *
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -4512,7 +4556,7 @@ clamp_backward_stepped_row_f32_min_max(char *out, int64_t out_step, const char *
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f32_min_max(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, bool stream,
-                                   const void *ctx)
+                                   bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4525,33 +4569,34 @@ clamp_backward_stepped_f32_min_max(char **data, const int64_t *strides, int64_t 
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
             i = stream ? clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 8, self_p, 4,
-                                                                n, true, ctx)
+                                                                n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 8, self_p, 4,
-                                                                n, false, ctx);
+                                                                n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
             i = stream ? clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 12, self_p,
-                                                                4, n, true, ctx)
+                                                                4, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 12, self_p,
-                                                                4, n, false, ctx);
+                                                                4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
             i = stream ? clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p, 8,
-                                                                n, true, ctx)
+                                                                n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p, 8,
-                                                                n, false, ctx);
+                                                                n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
             i = stream ? clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p,
-                                                                12, n, true, ctx)
+                                                                12, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p,
-                                                                12, n, false, ctx);
+                                                                12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = clamp_backward_stepped_row_f32_min_max(out, 8, grad_output_p, 4, self_p, 4, n,
-                                                       false, ctx);
+                                                       false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = clamp_backward_stepped_row_f32_min_max(out, 8, grad_output_p, 8, self_p, 4, n,
-                                                       false, ctx);
+                                                       false, fetch, ctx);
         else
-            i = clamp_backward_stepped_row_f32_min_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
+            i = clamp_backward_stepped_row_f32_min_max(out, out_step, grad_output_p,
+                                                       grad_output_step, self_p, self_step, n,
+                                                       stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4563,7 +4608,7 @@ clamp_backward_stepped_f32_min_max(char **data, const int64_t *strides, int64_t 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_avx2_f32_min_max(char *out, int64_t out_step, const char *grad_output_p,
                                             int64_t grad_output_step, const char *self_p,
-                                            int64_t self_step, int64_t n, bool stream,
+                                            int64_t self_step, int64_t n, bool stream, bool fetch,
                                             const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -4574,8 +4619,8 @@ clamp_backward_stepped_row_avx2_f32_min_max(char *out, int64_t out_step, const c
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -4595,7 +4640,7 @@ clamp_backward_stepped_row_avx2_f32_min_max(char *out, int64_t out_step, const c
 YT__STEPPED_AVX2_TARGET static void
 clamp_backward_stepped_avx2_f32_min_max(char **data, const int64_t *strides, int64_t n,
                                         const int64_t *row_strides, int64_t rows, bool stream,
-                                        const void *ctx)
+                                        bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4608,33 +4653,35 @@ clamp_backward_stepped_avx2_f32_min_max(char **data, const int64_t *strides, int
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
             i = stream ? clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 8,
-                                                                     self_p, 4, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 8,
-                                                                     self_p, 4, n, false, ctx);
+                                                                     self_p, 4, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_min_max(
+                             out, 4, grad_output_p, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
             i = stream ? clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 12,
-                                                                     self_p, 4, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 12,
-                                                                     self_p, 4, n, false, ctx);
+                                                                     self_p, 4, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_min_max(
+                             out, 4, grad_output_p, 12, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
             i = stream ? clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4,
-                                                                     self_p, 8, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4,
-                                                                     self_p, 8, n, false, ctx);
+                                                                     self_p, 8, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_min_max(
+                             out, 4, grad_output_p, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
-            i = stream ? clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4,
-                                                                     self_p, 12, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4,
-                                                                     self_p, 12, n, false, ctx);
+            i = stream
+                    ? clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4, self_p,
+                                                                  12, n, true, fetch, ctx)
+                    : clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4, self_p,
+                                                                  12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = clamp_backward_stepped_row_avx2_f32_min_max(out, 8, grad_output_p, 4, self_p, 4, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = clamp_backward_stepped_row_avx2_f32_min_max(out, 8, grad_output_p, 8, self_p, 4, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else
-            i = clamp_backward_stepped_row_avx2_f32_min_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
+            i = clamp_backward_stepped_row_avx2_f32_min_max(out, out_step, grad_output_p,
+                                                            grad_output_step, self_p, self_step, n,
+                                                            stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4705,14 +4752,14 @@ clamp_backward_blocks_f64_no_min_no_max(const yt__block_strip *s, const void *ct
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_f64_no_min_no_max(char *out, int64_t out_step, const char *grad_output_p,
                                              int64_t grad_output_step, int64_t n, bool stream,
-                                             const void *ctx)
+                                             bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double grad_output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
+                           grad_output_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -4730,7 +4777,7 @@ clamp_backward_stepped_row_f64_no_min_no_max(char *out, int64_t out_step, const 
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
                                          const int64_t *row_strides, int64_t rows, bool stream,
-                                         const void *ctx)
+                                         bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4741,23 +4788,23 @@ clamp_backward_stepped_f64_no_min_no_max(char **data, const int64_t *strides, in
         int64_t i;
         if (out_step == 8 && grad_output_step == 16)
             i = stream ? clamp_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p, 16, n,
-                                                                      true, ctx)
+                                                                      true, fetch, ctx)
                        : clamp_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p, 16, n,
-                                                                      false, ctx);
+                                                                      false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24)
             i = stream ? clamp_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p, 24, n,
-                                                                      true, ctx)
+                                                                      true, fetch, ctx)
                        : clamp_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p, 24, n,
-                                                                      false, ctx);
+                                                                      false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8)
             i = clamp_backward_stepped_row_f64_no_min_no_max(out, 16, grad_output_p, 8, n, false,
-                                                             ctx);
+                                                             fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16)
             i = clamp_backward_stepped_row_f64_no_min_no_max(out, 16, grad_output_p, 16, n, false,
-                                                             ctx);
+                                                             fetch, ctx);
         else
-            i = clamp_backward_stepped_row_f64_no_min_no_max(out, out_step, grad_output_p,
-                                                             grad_output_step, n, stream, ctx);
+            i = clamp_backward_stepped_row_f64_no_min_no_max(
+                out, out_step, grad_output_p, grad_output_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4770,14 +4817,14 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_avx2_f64_no_min_no_max(char *out, int64_t out_step,
                                                   const char *grad_output_p,
                                                   int64_t grad_output_step, int64_t n, bool stream,
-                                                  const void *ctx)
+                                                  bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double grad_output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
+                                grad_output_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -4795,7 +4842,7 @@ clamp_backward_stepped_row_avx2_f64_no_min_no_max(char *out, int64_t out_step,
 YT__STEPPED_AVX2_TARGET static void
 clamp_backward_stepped_avx2_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
                                               const int64_t *row_strides, int64_t rows, bool stream,
-                                              const void *ctx)
+                                              bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4806,23 +4853,23 @@ clamp_backward_stepped_avx2_f64_no_min_no_max(char **data, const int64_t *stride
         int64_t i;
         if (out_step == 8 && grad_output_step == 16)
             i = stream ? clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, 8, grad_output_p,
-                                                                           16, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, 8, grad_output_p,
-                                                                           16, n, false, ctx);
+                                                                           16, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_no_min_no_max(
+                             out, 8, grad_output_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24)
             i = stream ? clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, 8, grad_output_p,
-                                                                           24, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, 8, grad_output_p,
-                                                                           24, n, false, ctx);
+                                                                           24, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_no_min_no_max(
+                             out, 8, grad_output_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8)
             i = clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, 16, grad_output_p, 8, n,
-                                                                  false, ctx);
+                                                                  false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16)
             i = clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, 16, grad_output_p, 16, n,
-                                                                  false, ctx);
+                                                                  false, fetch, ctx);
         else
-            i = clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, out_step, grad_output_p,
-                                                                  grad_output_step, n, stream, ctx);
+            i = clamp_backward_stepped_row_avx2_f64_no_min_no_max(
+                out, out_step, grad_output_p, grad_output_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4899,7 +4946,7 @@ clamp_backward_blocks_f64_no_min_max(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_f64_no_min_max(char *out, int64_t out_step, const char *grad_output_p,
                                           int64_t grad_output_step, const char *self_p,
-                                          int64_t self_step, int64_t n, bool stream,
+                                          int64_t self_step, int64_t n, bool stream, bool fetch,
                                           const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -4909,8 +4956,8 @@ clamp_backward_stepped_row_f64_no_min_max(char *out, int64_t out_step, const cha
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -4929,7 +4976,7 @@ clamp_backward_stepped_row_f64_no_min_max(char *out, int64_t out_step, const cha
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f64_no_min_max(char **data, const int64_t *strides, int64_t n,
                                       const int64_t *row_strides, int64_t rows, bool stream,
-                                      const void *ctx)
+                                      bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4942,33 +4989,34 @@ clamp_backward_stepped_f64_no_min_max(char **data, const int64_t *strides, int64
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
             i = stream ? clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 16,
-                                                                   self_p, 8, n, true, ctx)
+                                                                   self_p, 8, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 16,
-                                                                   self_p, 8, n, false, ctx);
+                                                                   self_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
             i = stream ? clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 24,
-                                                                   self_p, 8, n, true, ctx)
+                                                                   self_p, 8, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 24,
-                                                                   self_p, 8, n, false, ctx);
+                                                                   self_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
             i = stream ? clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                   16, n, true, ctx)
+                                                                   16, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                   16, n, false, ctx);
+                                                                   16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
             i = stream ? clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                   24, n, true, ctx)
+                                                                   24, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                   24, n, false, ctx);
+                                                                   24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = clamp_backward_stepped_row_f64_no_min_max(out, 16, grad_output_p, 8, self_p, 8, n,
-                                                          false, ctx);
+                                                          false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = clamp_backward_stepped_row_f64_no_min_max(out, 16, grad_output_p, 16, self_p, 8, n,
-                                                          false, ctx);
+                                                          false, fetch, ctx);
         else
-            i = clamp_backward_stepped_row_f64_no_min_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
+            i = clamp_backward_stepped_row_f64_no_min_max(out, out_step, grad_output_p,
+                                                          grad_output_step, self_p, self_step, n,
+                                                          stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4981,7 +5029,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_avx2_f64_no_min_max(char *out, int64_t out_step,
                                                const char *grad_output_p, int64_t grad_output_step,
                                                const char *self_p, int64_t self_step, int64_t n,
-                                               bool stream, const void *ctx)
+                                               bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double max = (double)scalars[1].f;
@@ -4990,8 +5038,8 @@ clamp_backward_stepped_row_avx2_f64_no_min_max(char *out, int64_t out_step,
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -5010,7 +5058,7 @@ clamp_backward_stepped_row_avx2_f64_no_min_max(char *out, int64_t out_step,
 YT__STEPPED_AVX2_TARGET static void
 clamp_backward_stepped_avx2_f64_no_min_max(char **data, const int64_t *strides, int64_t n,
                                            const int64_t *row_strides, int64_t rows, bool stream,
-                                           const void *ctx)
+                                           bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5022,34 +5070,35 @@ clamp_backward_stepped_avx2_f64_no_min_max(char **data, const int64_t *strides, 
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
-            i = stream ? clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 16,
-                                                                        self_p, 8, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 16,
-                                                                        self_p, 8, n, false, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_no_min_max(
+                             out, 8, grad_output_p, 16, self_p, 8, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_no_min_max(
+                             out, 8, grad_output_p, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
-            i = stream ? clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 24,
-                                                                        self_p, 8, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 24,
-                                                                        self_p, 8, n, false, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_no_min_max(
+                             out, 8, grad_output_p, 24, self_p, 8, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_no_min_max(
+                             out, 8, grad_output_p, 24, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
-            i = stream ? clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 8,
-                                                                        self_p, 16, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 8,
-                                                                        self_p, 16, n, false, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_no_min_max(
+                             out, 8, grad_output_p, 8, self_p, 16, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_no_min_max(
+                             out, 8, grad_output_p, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
-            i = stream ? clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 8,
-                                                                        self_p, 24, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 8,
-                                                                        self_p, 24, n, false, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_no_min_max(
+                             out, 8, grad_output_p, 8, self_p, 24, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_no_min_max(
+                             out, 8, grad_output_p, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = clamp_backward_stepped_row_avx2_f64_no_min_max(out, 16, grad_output_p, 8, self_p, 8,
-                                                               n, false, ctx);
+                                                               n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = clamp_backward_stepped_row_avx2_f64_no_min_max(out, 16, grad_output_p, 16, self_p,
-                                                               8, n, false, ctx);
+                                                               8, n, false, fetch, ctx);
         else
-            i = clamp_backward_stepped_row_avx2_f64_no_min_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
+            i = clamp_backward_stepped_row_avx2_f64_no_min_max(out, out_step, grad_output_p,
+                                                               grad_output_step, self_p, self_step,
+                                                               n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -5126,7 +5175,7 @@ clamp_backward_blocks_f64_min_no_max(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_f64_min_no_max(char *out, int64_t out_step, const char *grad_output_p,
                                           int64_t grad_output_step, const char *self_p,
-                                          int64_t self_step, int64_t n, bool stream,
+                                          int64_t self_step, int64_t n, bool stream, bool fetch,
                                           const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -5136,8 +5185,8 @@ clamp_backward_stepped_row_f64_min_no_max(char *out, int64_t out_step, const cha
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -5156,7 +5205,7 @@ clamp_backward_stepped_row_f64_min_no_max(char *out, int64_t out_step, const cha
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
                                       const int64_t *row_strides, int64_t rows, bool stream,
-                                      const void *ctx)
+                                      bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5169,33 +5218,34 @@ clamp_backward_stepped_f64_min_no_max(char **data, const int64_t *strides, int64
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
             i = stream ? clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 16,
-                                                                   self_p, 8, n, true, ctx)
+                                                                   self_p, 8, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 16,
-                                                                   self_p, 8, n, false, ctx);
+                                                                   self_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
             i = stream ? clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 24,
-                                                                   self_p, 8, n, true, ctx)
+                                                                   self_p, 8, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 24,
-                                                                   self_p, 8, n, false, ctx);
+                                                                   self_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
             i = stream ? clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 8, self_p,
-                                                                   16, n, true, ctx)
+                                                                   16, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 8, self_p,
-                                                                   16, n, false, ctx);
+                                                                   16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
             i = stream ? clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 8, self_p,
-                                                                   24, n, true, ctx)
+                                                                   24, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 8, self_p,
-                                                                   24, n, false, ctx);
+                                                                   24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = clamp_backward_stepped_row_f64_min_no_max(out, 16, grad_output_p, 8, self_p, 8, n,
-                                                          false, ctx);
+                                                          false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = clamp_backward_stepped_row_f64_min_no_max(out, 16, grad_output_p, 16, self_p, 8, n,
-                                                          false, ctx);
+                                                          false, fetch, ctx);
         else
-            i = clamp_backward_stepped_row_f64_min_no_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
+            i = clamp_backward_stepped_row_f64_min_no_max(out, out_step, grad_output_p,
+                                                          grad_output_step, self_p, self_step, n,
+                                                          stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -5208,7 +5258,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_avx2_f64_min_no_max(char *out, int64_t out_step,
                                                const char *grad_output_p, int64_t grad_output_step,
                                                const char *self_p, int64_t self_step, int64_t n,
-                                               bool stream, const void *ctx)
+                                               bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
@@ -5217,8 +5267,8 @@ clamp_backward_stepped_row_avx2_f64_min_no_max(char *out, int64_t out_step,
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -5237,7 +5287,7 @@ clamp_backward_stepped_row_avx2_f64_min_no_max(char *out, int64_t out_step,
 YT__STEPPED_AVX2_TARGET static void
 clamp_backward_stepped_avx2_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
                                            const int64_t *row_strides, int64_t rows, bool stream,
-                                           const void *ctx)
+                                           bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5249,34 +5299,35 @@ clamp_backward_stepped_avx2_f64_min_no_max(char **data, const int64_t *strides, 
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
-            i = stream ? clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 16,
-                                                                        self_p, 8, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 16,
-                                                                        self_p, 8, n, false, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_min_no_max(
+                             out, 8, grad_output_p, 16, self_p, 8, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_min_no_max(
+                             out, 8, grad_output_p, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
-            i = stream ? clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 24,
-                                                                        self_p, 8, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 24,
-                                                                        self_p, 8, n, false, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_min_no_max(
+                             out, 8, grad_output_p, 24, self_p, 8, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_min_no_max(
+                             out, 8, grad_output_p, 24, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
-            i = stream ? clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 8,
-                                                                        self_p, 16, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 8,
-                                                                        self_p, 16, n, false, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_min_no_max(
+                             out, 8, grad_output_p, 8, self_p, 16, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_min_no_max(
+                             out, 8, grad_output_p, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
-            i = stream ? clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 8,
-                                                                        self_p, 24, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 8,
-                                                                        self_p, 24, n, false, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_min_no_max(
+                             out, 8, grad_output_p, 8, self_p, 24, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_min_no_max(
+                             out, 8, grad_output_p, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = clamp_backward_stepped_row_avx2_f64_min_no_max(out, 16, grad_output_p, 8, self_p, 8,
-                                                               n, false, ctx);
+                                                               n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = clamp_backward_stepped_row_avx2_f64_min_no_max(out, 16, grad_output_p, 16, self_p,
-                                                               8, n, false, ctx);
+                                                               8, n, false, fetch, ctx);
         else
-            i = clamp_backward_stepped_row_avx2_f64_min_no_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
+            i = clamp_backward_stepped_row_avx2_f64_min_no_max(out, out_step, grad_output_p,
+                                                               grad_output_step, self_p, self_step,
+                                                               n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -5358,7 +5409,8 @@ clamp_backward_blocks_f64_min_max(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_f64_min_max(char *out, int64_t out_step, const char *grad_output_p,
                                        int64_t grad_output_step, const char *self_p,
-                                       int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                       int64_t self_step, int64_t n, bool stream, bool fetch,
+                                       const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
@@ -5368,8 +5420,8 @@ clamp_backward_stepped_row_f64_min_max(char *out, int64_t out_step, const char *
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -5389,7 +5441,7 @@ clamp_backward_stepped_row_f64_min_max(char *out, int64_t out_step, const char *
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f64_min_max(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, bool stream,
-                                   const void *ctx)
+                                   bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5402,33 +5454,34 @@ clamp_backward_stepped_f64_min_max(char **data, const int64_t *strides, int64_t 
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
             i = stream ? clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 16, self_p,
-                                                                8, n, true, ctx)
+                                                                8, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 16, self_p,
-                                                                8, n, false, ctx);
+                                                                8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
             i = stream ? clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 24, self_p,
-                                                                8, n, true, ctx)
+                                                                8, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 24, self_p,
-                                                                8, n, false, ctx);
+                                                                8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
             i = stream ? clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                16, n, true, ctx)
+                                                                16, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                16, n, false, ctx);
+                                                                16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
             i = stream ? clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                24, n, true, ctx)
+                                                                24, n, true, fetch, ctx)
                        : clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                24, n, false, ctx);
+                                                                24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = clamp_backward_stepped_row_f64_min_max(out, 16, grad_output_p, 8, self_p, 8, n,
-                                                       false, ctx);
+                                                       false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = clamp_backward_stepped_row_f64_min_max(out, 16, grad_output_p, 16, self_p, 8, n,
-                                                       false, ctx);
+                                                       false, fetch, ctx);
         else
-            i = clamp_backward_stepped_row_f64_min_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
+            i = clamp_backward_stepped_row_f64_min_max(out, out_step, grad_output_p,
+                                                       grad_output_step, self_p, self_step, n,
+                                                       stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -5440,7 +5493,7 @@ clamp_backward_stepped_f64_min_max(char **data, const int64_t *strides, int64_t 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_avx2_f64_min_max(char *out, int64_t out_step, const char *grad_output_p,
                                             int64_t grad_output_step, const char *self_p,
-                                            int64_t self_step, int64_t n, bool stream,
+                                            int64_t self_step, int64_t n, bool stream, bool fetch,
                                             const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -5451,8 +5504,8 @@ clamp_backward_stepped_row_avx2_f64_min_max(char *out, int64_t out_step, const c
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -5472,7 +5525,7 @@ clamp_backward_stepped_row_avx2_f64_min_max(char *out, int64_t out_step, const c
 YT__STEPPED_AVX2_TARGET static void
 clamp_backward_stepped_avx2_f64_min_max(char **data, const int64_t *strides, int64_t n,
                                         const int64_t *row_strides, int64_t rows, bool stream,
-                                        const void *ctx)
+                                        bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5485,33 +5538,36 @@ clamp_backward_stepped_avx2_f64_min_max(char **data, const int64_t *strides, int
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
             i = stream ? clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 16,
-                                                                     self_p, 8, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 16,
-                                                                     self_p, 8, n, false, ctx);
+                                                                     self_p, 8, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_min_max(
+                             out, 8, grad_output_p, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
             i = stream ? clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 24,
-                                                                     self_p, 8, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 24,
-                                                                     self_p, 8, n, false, ctx);
+                                                                     self_p, 8, n, true, fetch, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_min_max(
+                             out, 8, grad_output_p, 24, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
-            i = stream ? clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8,
-                                                                     self_p, 16, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8,
-                                                                     self_p, 16, n, false, ctx);
+            i = stream
+                    ? clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                  16, n, true, fetch, ctx)
+                    : clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                  16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
-            i = stream ? clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8,
-                                                                     self_p, 24, n, true, ctx)
-                       : clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8,
-                                                                     self_p, 24, n, false, ctx);
+            i = stream
+                    ? clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                  24, n, true, fetch, ctx)
+                    : clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                  24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = clamp_backward_stepped_row_avx2_f64_min_max(out, 16, grad_output_p, 8, self_p, 8, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = clamp_backward_stepped_row_avx2_f64_min_max(out, 16, grad_output_p, 16, self_p, 8,
-                                                            n, false, ctx);
+                                                            n, false, fetch, ctx);
         else
-            i = clamp_backward_stepped_row_avx2_f64_min_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
+            i = clamp_backward_stepped_row_avx2_f64_min_max(out, out_step, grad_output_p,
+                                                            grad_output_step, self_p, self_step, n,
+                                                            stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -6156,7 +6212,7 @@ clamp_tensor_backward_max_stepped_row_f32_no_min(char *out, int64_t out_step,
                                                  int64_t grad_output_step, const char *self_p,
                                                  int64_t self_step, const char *max_p,
                                                  int64_t max_step, int64_t n, bool stream,
-                                                 const void *ctx)
+                                                 bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6164,9 +6220,9 @@ clamp_tensor_backward_max_stepped_row_f32_no_min(char *out, int64_t out_step,
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             max_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -6186,7 +6242,7 @@ clamp_tensor_backward_max_stepped_row_f32_no_min(char *out, int64_t out_step,
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_max_stepped_f32_no_min(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows, bool stream,
-                                             const void *ctx)
+                                             bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6201,44 +6257,44 @@ clamp_tensor_backward_max_stepped_f32_no_min(char **data, const int64_t *strides
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && max_step == 4)
             i = stream ? clamp_tensor_backward_max_stepped_row_f32_no_min(
-                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f32_no_min(
-                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && max_step == 4)
             i = stream ? clamp_tensor_backward_max_stepped_row_f32_no_min(
-                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f32_no_min(
-                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && max_step == 4)
             i = stream ? clamp_tensor_backward_max_stepped_row_f32_no_min(
-                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f32_no_min(
-                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && max_step == 4)
             i = stream ? clamp_tensor_backward_max_stepped_row_f32_no_min(
-                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f32_no_min(
-                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 8)
             i = stream ? clamp_tensor_backward_max_stepped_row_f32_no_min(
-                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f32_no_min(
-                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 12)
             i = stream ? clamp_tensor_backward_max_stepped_row_f32_no_min(
-                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f32_no_min(
-                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && max_step == 4)
             i = clamp_tensor_backward_max_stepped_row_f32_no_min(out, 8, grad_output_p, 4, self_p,
-                                                                 4, max_p, 4, n, false, ctx);
+                                                                 4, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && max_step == 4)
             i = clamp_tensor_backward_max_stepped_row_f32_no_min(out, 8, grad_output_p, 8, self_p,
-                                                                 4, max_p, 4, n, false, ctx);
+                                                                 4, max_p, 4, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_max_stepped_row_f32_no_min(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
-                n, stream, ctx);
+                n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -6253,7 +6309,7 @@ clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(char *out, int64_t out_ste
                                                       int64_t grad_output_step, const char *self_p,
                                                       int64_t self_step, const char *max_p,
                                                       int64_t max_step, int64_t n, bool stream,
-                                                      const void *ctx)
+                                                      bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6261,9 +6317,9 @@ clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(char *out, int64_t out_ste
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             max_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -6283,7 +6339,7 @@ clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(char *out, int64_t out_ste
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_max_stepped_avx2_f32_no_min(char **data, const int64_t *strides, int64_t n,
                                                   const int64_t *row_strides, int64_t rows,
-                                                  bool stream, const void *ctx)
+                                                  bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6298,44 +6354,44 @@ clamp_tensor_backward_max_stepped_avx2_f32_no_min(char **data, const int64_t *st
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && max_step == 4)
             i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
-                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
-                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && max_step == 4)
             i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
-                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
-                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && max_step == 4)
             i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
-                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
-                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && max_step == 4)
             i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
-                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
-                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 8)
             i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
-                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
-                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 12)
             i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
-                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, true, ctx)
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
-                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, false, ctx);
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && max_step == 4)
             i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
-                out, 8, grad_output_p, 4, self_p, 4, max_p, 4, n, false, ctx);
+                out, 8, grad_output_p, 4, self_p, 4, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && max_step == 4)
             i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
-                out, 8, grad_output_p, 8, self_p, 4, max_p, 4, n, false, ctx);
+                out, 8, grad_output_p, 8, self_p, 4, max_p, 4, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
-                n, stream, ctx);
+                n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -6459,7 +6515,7 @@ clamp_tensor_backward_max_stepped_row_f32_min(char *out, int64_t out_step,
                                               const char *self_p, int64_t self_step,
                                               const char *min_p, int64_t min_step,
                                               const char *max_p, int64_t max_step, int64_t n,
-                                              bool stream, const void *ctx)
+                                              bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6468,10 +6524,10 @@ clamp_tensor_backward_max_stepped_row_f32_min(char *out, int64_t out_step,
             min_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
-        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step, fetch);
+        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -6492,7 +6548,7 @@ clamp_tensor_backward_max_stepped_row_f32_min(char *out, int64_t out_step,
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_max_stepped_f32_min(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, bool stream,
-                                          const void *ctx)
+                                          bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6509,72 +6565,80 @@ clamp_tensor_backward_max_stepped_f32_min(char **data, const int64_t *strides, i
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
             max_step == 4)
-            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(
-                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 8,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       4, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 8,
                                                                        self_p, 4, min_p, 4, max_p,
-                                                                       4, n, false, ctx);
+                                                                       4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(
-                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 12,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       4, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 12,
                                                                        self_p, 4, min_p, 4, max_p,
-                                                                       4, n, false, ctx);
+                                                                       4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4 &&
                  max_step == 4)
-            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(
-                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, max_p, 4, n, true, ctx)
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4,
+                                                                       self_p, 8, min_p, 4, max_p,
+                                                                       4, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4,
                                                                        self_p, 8, min_p, 4, max_p,
-                                                                       4, n, false, ctx);
+                                                                       4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4 &&
                  max_step == 4)
-            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(
-                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, true, ctx)
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4,
+                                                                       self_p, 12, min_p, 4, max_p,
+                                                                       4, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4,
                                                                        self_p, 12, min_p, 4, max_p,
-                                                                       4, n, false, ctx);
+                                                                       4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8 &&
                  max_step == 4)
-            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, max_p, 4, n, true, ctx)
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 8, max_p,
+                                                                       4, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4,
                                                                        self_p, 4, min_p, 8, max_p,
-                                                                       4, n, false, ctx);
+                                                                       4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12 &&
                  max_step == 4)
-            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, true, ctx)
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 12, max_p,
+                                                                       4, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4,
                                                                        self_p, 4, min_p, 12, max_p,
-                                                                       4, n, false, ctx);
+                                                                       4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 8)
-            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4,
                                                                        self_p, 4, min_p, 4, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 12)
-            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(
-                             out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 12, n, true, ctx)
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       12, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4,
                                                                        self_p, 4, min_p, 4, max_p,
-                                                                       12, n, false, ctx);
+                                                                       12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_f32_min(out, 8, grad_output_p, 4, self_p, 4,
-                                                              min_p, 4, max_p, 4, n, false, ctx);
+            i = clamp_tensor_backward_max_stepped_row_f32_min(
+                out, 8, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_f32_min(out, 8, grad_output_p, 8, self_p, 4,
-                                                              min_p, 4, max_p, 4, n, false, ctx);
+            i = clamp_tensor_backward_max_stepped_row_f32_min(
+                out, 8, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_max_stepped_row_f32_min(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, stream, ctx);
+                max_p, max_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -6587,7 +6651,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_backward_max_stepped_row_avx2_f32_min(
     char *out, int64_t out_step, const char *grad_output_p, int64_t grad_output_step,
     const char *self_p, int64_t self_step, const char *min_p, int64_t min_step, const char *max_p,
-    int64_t max_step, int64_t n, bool stream, const void *ctx)
+    int64_t max_step, int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6596,10 +6660,10 @@ clamp_tensor_backward_max_stepped_row_avx2_f32_min(
             min_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step);
-        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step, fetch);
+        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -6620,7 +6684,7 @@ clamp_tensor_backward_max_stepped_row_avx2_f32_min(
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_max_stepped_avx2_f32_min(char **data, const int64_t *strides, int64_t n,
                                                const int64_t *row_strides, int64_t rows,
-                                               bool stream, const void *ctx)
+                                               bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6638,71 +6702,85 @@ clamp_tensor_backward_max_stepped_avx2_f32_min(char **data, const int64_t *strid
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
             max_step == 4)
             i = stream
-                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(
-                          out, 4, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
-                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(
-                          out, 4, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 8,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         4, n, true, fetch, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 8,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
             i = stream
-                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(
-                          out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
-                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(
-                          out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 12,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         4, n, true, fetch, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 12,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4 &&
                  max_step == 4)
             i = stream
-                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(
-                          out, 4, grad_output_p, 4, self_p, 8, min_p, 4, max_p, 4, n, true, ctx)
-                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(
-                          out, 4, grad_output_p, 4, self_p, 8, min_p, 4, max_p, 4, n, false, ctx);
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 4,
+                                                                         self_p, 8, min_p, 4, max_p,
+                                                                         4, n, true, fetch, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 4,
+                                                                         self_p, 8, min_p, 4, max_p,
+                                                                         4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4 &&
                  max_step == 4)
-            i = stream
-                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(
-                          out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, true, ctx)
-                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(
-                          out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, false, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, true,
+                             fetch, ctx)
+                       : clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, false,
+                             fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8 &&
                  max_step == 4)
             i = stream
-                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 8, max_p, 4, n, true, ctx)
-                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 8, max_p, 4, n, false, ctx);
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 4,
+                                                                         self_p, 4, min_p, 8, max_p,
+                                                                         4, n, true, fetch, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 4,
+                                                                         self_p, 4, min_p, 8, max_p,
+                                                                         4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12 &&
                  max_step == 4)
-            i = stream
-                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, true, ctx)
-                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, false, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, true,
+                             fetch, ctx)
+                       : clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, false,
+                             fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 8)
             i = stream
-                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 8, n, false, ctx);
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 4,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         8, n, true, fetch, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 4,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 12)
             i = stream
-                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 12, n, true, ctx)
-                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(
-                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 12, n, false, ctx);
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 4,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         12, n, true, fetch, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 4,
+                                                                         self_p, 4, min_p, 4, max_p,
+                                                                         12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
             i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(
-                out, 8, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
+                out, 8, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
             i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(
-                out, 8, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
+                out, 8, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, stream, ctx);
+                max_p, max_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -6814,7 +6892,7 @@ clamp_tensor_backward_max_stepped_row_f64_no_min(char *out, int64_t out_step,
                                                  int64_t grad_output_step, const char *self_p,
                                                  int64_t self_step, const char *max_p,
                                                  int64_t max_step, int64_t n, bool stream,
-                                                 const void *ctx)
+                                                 bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6822,9 +6900,9 @@ clamp_tensor_backward_max_stepped_row_f64_no_min(char *out, int64_t out_step,
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             max_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -6844,7 +6922,7 @@ clamp_tensor_backward_max_stepped_row_f64_no_min(char *out, int64_t out_step,
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_max_stepped_f64_no_min(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows, bool stream,
-                                             const void *ctx)
+                                             bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6859,44 +6937,44 @@ clamp_tensor_backward_max_stepped_f64_no_min(char **data, const int64_t *strides
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && max_step == 8)
             i = stream ? clamp_tensor_backward_max_stepped_row_f64_no_min(
-                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f64_no_min(
-                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && max_step == 8)
             i = stream ? clamp_tensor_backward_max_stepped_row_f64_no_min(
-                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f64_no_min(
-                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && max_step == 8)
             i = stream ? clamp_tensor_backward_max_stepped_row_f64_no_min(
-                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f64_no_min(
-                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && max_step == 8)
             i = stream ? clamp_tensor_backward_max_stepped_row_f64_no_min(
-                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f64_no_min(
-                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 16)
             i = stream ? clamp_tensor_backward_max_stepped_row_f64_no_min(
-                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f64_no_min(
-                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 24)
             i = stream ? clamp_tensor_backward_max_stepped_row_f64_no_min(
-                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f64_no_min(
-                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && max_step == 8)
             i = clamp_tensor_backward_max_stepped_row_f64_no_min(out, 16, grad_output_p, 8, self_p,
-                                                                 8, max_p, 8, n, false, ctx);
+                                                                 8, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && max_step == 8)
             i = clamp_tensor_backward_max_stepped_row_f64_no_min(out, 16, grad_output_p, 16, self_p,
-                                                                 8, max_p, 8, n, false, ctx);
+                                                                 8, max_p, 8, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_max_stepped_row_f64_no_min(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
-                n, stream, ctx);
+                n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -6911,7 +6989,7 @@ clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(char *out, int64_t out_ste
                                                       int64_t grad_output_step, const char *self_p,
                                                       int64_t self_step, const char *max_p,
                                                       int64_t max_step, int64_t n, bool stream,
-                                                      const void *ctx)
+                                                      bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6919,9 +6997,9 @@ clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(char *out, int64_t out_ste
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             max_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -6941,7 +7019,7 @@ clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(char *out, int64_t out_ste
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_max_stepped_avx2_f64_no_min(char **data, const int64_t *strides, int64_t n,
                                                   const int64_t *row_strides, int64_t rows,
-                                                  bool stream, const void *ctx)
+                                                  bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6956,44 +7034,44 @@ clamp_tensor_backward_max_stepped_avx2_f64_no_min(char **data, const int64_t *st
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && max_step == 8)
             i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
-                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
-                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && max_step == 8)
             i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
-                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
-                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && max_step == 8)
             i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
-                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
-                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && max_step == 8)
             i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
-                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
-                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 16)
             i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
-                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
-                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 24)
             i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
-                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, true, ctx)
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
-                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, false, ctx);
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && max_step == 8)
             i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
-                out, 16, grad_output_p, 8, self_p, 8, max_p, 8, n, false, ctx);
+                out, 16, grad_output_p, 8, self_p, 8, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && max_step == 8)
             i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
-                out, 16, grad_output_p, 16, self_p, 8, max_p, 8, n, false, ctx);
+                out, 16, grad_output_p, 16, self_p, 8, max_p, 8, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
-                n, stream, ctx);
+                n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -7117,7 +7195,7 @@ clamp_tensor_backward_max_stepped_row_f64_min(char *out, int64_t out_step,
                                               const char *self_p, int64_t self_step,
                                               const char *min_p, int64_t min_step,
                                               const char *max_p, int64_t max_step, int64_t n,
-                                              bool stream, const void *ctx)
+                                              bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7126,10 +7204,10 @@ clamp_tensor_backward_max_stepped_row_f64_min(char *out, int64_t out_step,
             min_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
-        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step, fetch);
+        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -7150,7 +7228,7 @@ clamp_tensor_backward_max_stepped_row_f64_min(char *out, int64_t out_step,
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_max_stepped_f64_min(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, bool stream,
-                                          const void *ctx)
+                                          bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7167,72 +7245,80 @@ clamp_tensor_backward_max_stepped_f64_min(char **data, const int64_t *strides, i
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
             max_step == 8)
-            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(
-                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 16,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 16,
                                                                        self_p, 8, min_p, 8, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
-            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(
-                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 24,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 24,
                                                                        self_p, 8, min_p, 8, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8 &&
                  max_step == 8)
-            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(
-                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8,
+                                                                       self_p, 16, min_p, 8, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8,
                                                                        self_p, 16, min_p, 8, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8 &&
                  max_step == 8)
-            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(
-                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8,
+                                                                       self_p, 24, min_p, 8, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8,
                                                                        self_p, 24, min_p, 8, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16 &&
                  max_step == 8)
-            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 16, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8,
                                                                        self_p, 8, min_p, 16, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24 &&
                  max_step == 8)
-            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, true, ctx)
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 24, max_p,
+                                                                       8, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8,
                                                                        self_p, 8, min_p, 24, max_p,
-                                                                       8, n, false, ctx);
+                                                                       8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 16)
-            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 16, n, true, ctx)
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       16, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8,
                                                                        self_p, 8, min_p, 8, max_p,
-                                                                       16, n, false, ctx);
+                                                                       16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 24)
-            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(
-                             out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 24, n, true, ctx)
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       24, n, true, fetch, ctx)
                        : clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8,
                                                                        self_p, 8, min_p, 8, max_p,
-                                                                       24, n, false, ctx);
+                                                                       24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_f64_min(out, 16, grad_output_p, 8, self_p, 8,
-                                                              min_p, 8, max_p, 8, n, false, ctx);
+            i = clamp_tensor_backward_max_stepped_row_f64_min(
+                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_f64_min(out, 16, grad_output_p, 16, self_p, 8,
-                                                              min_p, 8, max_p, 8, n, false, ctx);
+            i = clamp_tensor_backward_max_stepped_row_f64_min(
+                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_max_stepped_row_f64_min(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, stream, ctx);
+                max_p, max_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -7245,7 +7331,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_backward_max_stepped_row_avx2_f64_min(
     char *out, int64_t out_step, const char *grad_output_p, int64_t grad_output_step,
     const char *self_p, int64_t self_step, const char *min_p, int64_t min_step, const char *max_p,
-    int64_t max_step, int64_t n, bool stream, const void *ctx)
+    int64_t max_step, int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7254,10 +7340,10 @@ clamp_tensor_backward_max_stepped_row_avx2_f64_min(
             min_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
-        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step);
-        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
+        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step, fetch);
+        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -7278,7 +7364,7 @@ clamp_tensor_backward_max_stepped_row_avx2_f64_min(
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_max_stepped_avx2_f64_min(char **data, const int64_t *strides, int64_t n,
                                                const int64_t *row_strides, int64_t rows,
-                                               bool stream, const void *ctx)
+                                               bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7296,71 +7382,83 @@ clamp_tensor_backward_max_stepped_avx2_f64_min(char **data, const int64_t *strid
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
             max_step == 8)
             i = stream
-                    ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                          out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                          out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(out, 8, grad_output_p, 16,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         8, n, true, fetch, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f64_min(out, 8, grad_output_p, 16,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = stream
-                    ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                          out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                          out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(out, 8, grad_output_p, 24,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         8, n, true, fetch, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f64_min(out, 8, grad_output_p, 24,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8 &&
                  max_step == 8)
-            i = stream
-                    ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                          out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                          out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, false, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, true,
+                             fetch, ctx)
+                       : clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, false,
+                             fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8 &&
                  max_step == 8)
-            i = stream
-                    ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                          out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                          out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, false, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, true,
+                             fetch, ctx)
+                       : clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, false,
+                             fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16 &&
                  max_step == 8)
-            i = stream
-                    ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, false, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, true,
+                             fetch, ctx)
+                       : clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, false,
+                             fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24 &&
                  max_step == 8)
-            i = stream
-                    ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, true, ctx)
-                    : clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, false, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, true,
+                             fetch, ctx)
+                       : clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, false,
+                             fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 16)
             i = stream
-                    ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 16, n, true, ctx)
-                    : clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 16, n, false, ctx);
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(out, 8, grad_output_p, 8,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         16, n, true, fetch, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f64_min(out, 8, grad_output_p, 8,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 24)
             i = stream
-                    ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 24, n, true, ctx)
-                    : clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 24, n, false, ctx);
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(out, 8, grad_output_p, 8,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         24, n, true, fetch, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f64_min(out, 8, grad_output_p, 8,
+                                                                         self_p, 8, min_p, 8, max_p,
+                                                                         24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
+                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
+                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, false, fetch, ctx);
         else
             i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, stream, ctx);
+                max_p, max_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -7632,14 +7730,14 @@ div_rounding_backward_blocks_f32_none(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_rounding_backward_stepped_row_f32_none(char *out, int64_t out_step, const char *grad_output_p,
                                            int64_t grad_output_step, int64_t n, bool stream,
-                                           const void *ctx)
+                                           bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float grad_output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
+                           grad_output_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -7657,7 +7755,7 @@ div_rounding_backward_stepped_row_f32_none(char *out, int64_t out_step, const ch
 YT__STEPPED_TARGET static void
 div_rounding_backward_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
                                        const int64_t *row_strides, int64_t rows, bool stream,
-                                       const void *ctx)
+                                       bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7668,21 +7766,23 @@ div_rounding_backward_stepped_f32_none(char **data, const int64_t *strides, int6
         int64_t i;
         if (out_step == 4 && grad_output_step == 8)
             i = stream ? div_rounding_backward_stepped_row_f32_none(out, 4, grad_output_p, 8, n,
-                                                                    true, ctx)
+                                                                    true, fetch, ctx)
                        : div_rounding_backward_stepped_row_f32_none(out, 4, grad_output_p, 8, n,
-                                                                    false, ctx);
+                                                                    false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12)
             i = stream ? div_rounding_backward_stepped_row_f32_none(out, 4, grad_output_p, 12, n,
-                                                                    true, ctx)
+                                                                    true, fetch, ctx)
                        : div_rounding_backward_stepped_row_f32_none(out, 4, grad_output_p, 12, n,
-                                                                    false, ctx);
+                                                                    false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4)
-            i = div_rounding_backward_stepped_row_f32_none(out, 8, grad_output_p, 4, n, false, ctx);
+            i = div_rounding_backward_stepped_row_f32_none(out, 8, grad_output_p, 4, n, false,
+                                                           fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8)
-            i = div_rounding_backward_stepped_row_f32_none(out, 8, grad_output_p, 8, n, false, ctx);
+            i = div_rounding_backward_stepped_row_f32_none(out, 8, grad_output_p, 8, n, false,
+                                                           fetch, ctx);
         else
             i = div_rounding_backward_stepped_row_f32_none(out, out_step, grad_output_p,
-                                                           grad_output_step, n, stream, ctx);
+                                                           grad_output_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7694,14 +7794,14 @@ div_rounding_backward_stepped_f32_none(char **data, const int64_t *strides, int6
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_rounding_backward_stepped_row_avx2_f32_none(char *out, int64_t out_step,
                                                 const char *grad_output_p, int64_t grad_output_step,
-                                                int64_t n, bool stream, const void *ctx)
+                                                int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float grad_output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
+                                grad_output_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -7719,7 +7819,7 @@ div_rounding_backward_stepped_row_avx2_f32_none(char *out, int64_t out_step,
 YT__STEPPED_AVX2_TARGET static void
 div_rounding_backward_stepped_avx2_f32_none(char **data, const int64_t *strides, int64_t n,
                                             const int64_t *row_strides, int64_t rows, bool stream,
-                                            const void *ctx)
+                                            bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7730,23 +7830,23 @@ div_rounding_backward_stepped_avx2_f32_none(char **data, const int64_t *strides,
         int64_t i;
         if (out_step == 4 && grad_output_step == 8)
             i = stream ? div_rounding_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 8,
-                                                                         n, true, ctx)
+                                                                         n, true, fetch, ctx)
                        : div_rounding_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 8,
-                                                                         n, false, ctx);
+                                                                         n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12)
             i = stream ? div_rounding_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 12,
-                                                                         n, true, ctx)
+                                                                         n, true, fetch, ctx)
                        : div_rounding_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 12,
-                                                                         n, false, ctx);
+                                                                         n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4)
             i = div_rounding_backward_stepped_row_avx2_f32_none(out, 8, grad_output_p, 4, n, false,
-                                                                ctx);
+                                                                fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8)
             i = div_rounding_backward_stepped_row_avx2_f32_none(out, 8, grad_output_p, 8, n, false,
-                                                                ctx);
+                                                                fetch, ctx);
         else
-            i = div_rounding_backward_stepped_row_avx2_f32_none(out, out_step, grad_output_p,
-                                                                grad_output_step, n, stream, ctx);
+            i = div_rounding_backward_stepped_row_avx2_f32_none(
+                out, out_step, grad_output_p, grad_output_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7793,9 +7893,10 @@ div_rounding_backward_blocks_f32_trunc(const yt__block_strip *s, const void *ctx
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_rounding_backward_stepped_row_f32_trunc(char *out, int64_t out_step, int64_t n, bool stream,
-                                            const void *ctx)
+                                            bool fetch, const void *ctx)
 {
     (void)ctx;
+    (void)fetch; /* no inputs */
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float out_lanes[YT__STEPPED_LANES_F32];
@@ -7815,7 +7916,7 @@ div_rounding_backward_stepped_row_f32_trunc(char *out, int64_t out_step, int64_t
 YT__STEPPED_TARGET static void
 div_rounding_backward_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n,
                                         const int64_t *row_strides, int64_t rows, bool stream,
-                                        const void *ctx)
+                                        bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7823,9 +7924,9 @@ div_rounding_backward_stepped_f32_trunc(char **data, const int64_t *strides, int
         char *out = data[0] + r * row_strides[0];
         int64_t i;
         if (out_step == 8)
-            i = div_rounding_backward_stepped_row_f32_trunc(out, 8, n, false, ctx);
+            i = div_rounding_backward_stepped_row_f32_trunc(out, 8, n, false, fetch, ctx);
         else
-            i = div_rounding_backward_stepped_row_f32_trunc(out, out_step, n, stream, ctx);
+            i = div_rounding_backward_stepped_row_f32_trunc(out, out_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7836,9 +7937,10 @@ div_rounding_backward_stepped_f32_trunc(char **data, const int64_t *strides, int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_rounding_backward_stepped_row_avx2_f32_trunc(char *out, int64_t out_step, int64_t n,
-                                                 bool stream, const void *ctx)
+                                                 bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
+    (void)fetch; /* no inputs */
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float out_lanes[YT__STEPPED_LANES_F32];
@@ -7858,7 +7960,7 @@ div_rounding_backward_stepped_row_avx2_f32_trunc(char *out, int64_t out_step, in
 YT__STEPPED_AVX2_TARGET static void
 div_rounding_backward_stepped_avx2_f32_trunc(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows, bool stream,
-                                             const void *ctx)
+                                             bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7866,9 +7968,10 @@ div_rounding_backward_stepped_avx2_f32_trunc(char **data, const int64_t *strides
         char *out = data[0] + r * row_strides[0];
         int64_t i;
         if (out_step == 8)
-            i = div_rounding_backward_stepped_row_avx2_f32_trunc(out, 8, n, false, ctx);
+            i = div_rounding_backward_stepped_row_avx2_f32_trunc(out, 8, n, false, fetch, ctx);
         else
-            i = div_rounding_backward_stepped_row_avx2_f32_trunc(out, out_step, n, stream, ctx);
+            i = div_rounding_backward_stepped_row_avx2_f32_trunc(out, out_step, n, stream, fetch,
+                                                                 ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7920,14 +8023,14 @@ div_rounding_backward_blocks_f64_none(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_rounding_backward_stepped_row_f64_none(char *out, int64_t out_step, const char *grad_output_p,
                                            int64_t grad_output_step, int64_t n, bool stream,
-                                           const void *ctx)
+                                           bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double grad_output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
+                           grad_output_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -7945,7 +8048,7 @@ div_rounding_backward_stepped_row_f64_none(char *out, int64_t out_step, const ch
 YT__STEPPED_TARGET static void
 div_rounding_backward_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
                                        const int64_t *row_strides, int64_t rows, bool stream,
-                                       const void *ctx)
+                                       bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7956,23 +8059,23 @@ div_rounding_backward_stepped_f64_none(char **data, const int64_t *strides, int6
         int64_t i;
         if (out_step == 8 && grad_output_step == 16)
             i = stream ? div_rounding_backward_stepped_row_f64_none(out, 8, grad_output_p, 16, n,
-                                                                    true, ctx)
+                                                                    true, fetch, ctx)
                        : div_rounding_backward_stepped_row_f64_none(out, 8, grad_output_p, 16, n,
-                                                                    false, ctx);
+                                                                    false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24)
             i = stream ? div_rounding_backward_stepped_row_f64_none(out, 8, grad_output_p, 24, n,
-                                                                    true, ctx)
+                                                                    true, fetch, ctx)
                        : div_rounding_backward_stepped_row_f64_none(out, 8, grad_output_p, 24, n,
-                                                                    false, ctx);
+                                                                    false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8)
             i = div_rounding_backward_stepped_row_f64_none(out, 16, grad_output_p, 8, n, false,
-                                                           ctx);
+                                                           fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16)
             i = div_rounding_backward_stepped_row_f64_none(out, 16, grad_output_p, 16, n, false,
-                                                           ctx);
+                                                           fetch, ctx);
         else
             i = div_rounding_backward_stepped_row_f64_none(out, out_step, grad_output_p,
-                                                           grad_output_step, n, stream, ctx);
+                                                           grad_output_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7984,14 +8087,14 @@ div_rounding_backward_stepped_f64_none(char **data, const int64_t *strides, int6
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_rounding_backward_stepped_row_avx2_f64_none(char *out, int64_t out_step,
                                                 const char *grad_output_p, int64_t grad_output_step,
-                                                int64_t n, bool stream, const void *ctx)
+                                                int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double grad_output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
+                                grad_output_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -8009,7 +8112,7 @@ div_rounding_backward_stepped_row_avx2_f64_none(char *out, int64_t out_step,
 YT__STEPPED_AVX2_TARGET static void
 div_rounding_backward_stepped_avx2_f64_none(char **data, const int64_t *strides, int64_t n,
                                             const int64_t *row_strides, int64_t rows, bool stream,
-                                            const void *ctx)
+                                            bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8020,23 +8123,23 @@ div_rounding_backward_stepped_avx2_f64_none(char **data, const int64_t *strides,
         int64_t i;
         if (out_step == 8 && grad_output_step == 16)
             i = stream ? div_rounding_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 16,
-                                                                         n, true, ctx)
+                                                                         n, true, fetch, ctx)
                        : div_rounding_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 16,
-                                                                         n, false, ctx);
+                                                                         n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24)
             i = stream ? div_rounding_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 24,
-                                                                         n, true, ctx)
+                                                                         n, true, fetch, ctx)
                        : div_rounding_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 24,
-                                                                         n, false, ctx);
+                                                                         n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8)
             i = div_rounding_backward_stepped_row_avx2_f64_none(out, 16, grad_output_p, 8, n, false,
-                                                                ctx);
+                                                                fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16)
             i = div_rounding_backward_stepped_row_avx2_f64_none(out, 16, grad_output_p, 16, n,
-                                                                false, ctx);
+                                                                false, fetch, ctx);
         else
-            i = div_rounding_backward_stepped_row_avx2_f64_none(out, out_step, grad_output_p,
-                                                                grad_output_step, n, stream, ctx);
+            i = div_rounding_backward_stepped_row_avx2_f64_none(
+                out, out_step, grad_output_p, grad_output_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8083,9 +8186,10 @@ div_rounding_backward_blocks_f64_trunc(const yt__block_strip *s, const void *ctx
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_rounding_backward_stepped_row_f64_trunc(char *out, int64_t out_step, int64_t n, bool stream,
-                                            const void *ctx)
+                                            bool fetch, const void *ctx)
 {
     (void)ctx;
+    (void)fetch; /* no inputs */
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double out_lanes[YT__STEPPED_LANES_F64];
@@ -8105,7 +8209,7 @@ div_rounding_backward_stepped_row_f64_trunc(char *out, int64_t out_step, int64_t
 YT__STEPPED_TARGET static void
 div_rounding_backward_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n,
                                         const int64_t *row_strides, int64_t rows, bool stream,
-                                        const void *ctx)
+                                        bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8113,9 +8217,9 @@ div_rounding_backward_stepped_f64_trunc(char **data, const int64_t *strides, int
         char *out = data[0] + r * row_strides[0];
         int64_t i;
         if (out_step == 16)
-            i = div_rounding_backward_stepped_row_f64_trunc(out, 16, n, false, ctx);
+            i = div_rounding_backward_stepped_row_f64_trunc(out, 16, n, false, fetch, ctx);
         else
-            i = div_rounding_backward_stepped_row_f64_trunc(out, out_step, n, stream, ctx);
+            i = div_rounding_backward_stepped_row_f64_trunc(out, out_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8126,9 +8230,10 @@ div_rounding_backward_stepped_f64_trunc(char **data, const int64_t *strides, int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_rounding_backward_stepped_row_avx2_f64_trunc(char *out, int64_t out_step, int64_t n,
-                                                 bool stream, const void *ctx)
+                                                 bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
+    (void)fetch; /* no inputs */
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double out_lanes[YT__STEPPED_LANES_F64];
@@ -8148,7 +8253,7 @@ div_rounding_backward_stepped_row_avx2_f64_trunc(char *out, int64_t out_step, in
 YT__STEPPED_AVX2_TARGET static void
 div_rounding_backward_stepped_avx2_f64_trunc(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows, bool stream,
-                                             const void *ctx)
+                                             bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8156,9 +8261,10 @@ div_rounding_backward_stepped_avx2_f64_trunc(char **data, const int64_t *strides
         char *out = data[0] + r * row_strides[0];
         int64_t i;
         if (out_step == 16)
-            i = div_rounding_backward_stepped_row_avx2_f64_trunc(out, 16, n, false, ctx);
+            i = div_rounding_backward_stepped_row_avx2_f64_trunc(out, 16, n, false, fetch, ctx);
         else
-            i = div_rounding_backward_stepped_row_avx2_f64_trunc(out, out_step, n, stream, ctx);
+            i = div_rounding_backward_stepped_row_avx2_f64_trunc(out, out_step, n, stream, fetch,
+                                                                 ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8361,13 +8467,13 @@ exp_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 exp_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    bool stream, const void *ctx)
+                    bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -8384,7 +8490,7 @@ exp_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 exp_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8394,17 +8500,17 @@ exp_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? exp_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : exp_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? exp_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : exp_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? exp_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : exp_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? exp_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : exp_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = exp_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = exp_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = exp_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = exp_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = exp_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = exp_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8415,13 +8521,13 @@ exp_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 exp_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, bool stream, const void *ctx)
+                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -8438,7 +8544,7 @@ exp_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 exp_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8448,17 +8554,17 @@ exp_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? exp_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : exp_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? exp_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : exp_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? exp_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : exp_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? exp_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : exp_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = exp_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = exp_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = exp_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = exp_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = exp_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = exp_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8510,13 +8616,13 @@ exp_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 exp_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    bool stream, const void *ctx)
+                    bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -8533,7 +8639,7 @@ exp_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
 
 YT__STEPPED_TARGET static void
 exp_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, bool stream, const void *ctx)
+                int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8543,17 +8649,17 @@ exp_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? exp_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : exp_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? exp_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : exp_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? exp_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : exp_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? exp_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : exp_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = exp_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = exp_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = exp_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = exp_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = exp_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = exp_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8564,13 +8670,13 @@ exp_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 exp_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, bool stream, const void *ctx)
+                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -8587,7 +8693,7 @@ exp_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_AVX2_TARGET static void
 exp_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8597,17 +8703,17 @@ exp_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? exp_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : exp_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? exp_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : exp_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? exp_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : exp_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? exp_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : exp_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = exp_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = exp_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = exp_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = exp_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = exp_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = exp_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9170,7 +9276,7 @@ threshold_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 threshold_backward_stepped_row_f32(char *out, int64_t out_step, const char *grad_output_p,
                                    int64_t grad_output_step, const char *self_p, int64_t self_step,
-                                   int64_t n, bool stream, const void *ctx)
+                                   int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float threshold = (float)scalars[0].f;
@@ -9179,8 +9285,8 @@ threshold_backward_stepped_row_f32(char *out, int64_t out_step, const char *grad
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -9198,7 +9304,7 @@ threshold_backward_stepped_row_f32(char *out, int64_t out_step, const char *grad
 
 YT__STEPPED_TARGET static void
 threshold_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, bool stream,
+                               const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -9212,33 +9318,33 @@ threshold_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
             i = stream ? threshold_backward_stepped_row_f32(out, 4, grad_output_p, 8, self_p, 4, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : threshold_backward_stepped_row_f32(out, 4, grad_output_p, 8, self_p, 4, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
             i = stream ? threshold_backward_stepped_row_f32(out, 4, grad_output_p, 12, self_p, 4, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : threshold_backward_stepped_row_f32(out, 4, grad_output_p, 12, self_p, 4, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
             i = stream ? threshold_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 8, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : threshold_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 8, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
             i = stream ? threshold_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 12, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : threshold_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 12, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = threshold_backward_stepped_row_f32(out, 8, grad_output_p, 4, self_p, 4, n, false,
-                                                   ctx);
+                                                   fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = threshold_backward_stepped_row_f32(out, 8, grad_output_p, 8, self_p, 4, n, false,
-                                                   ctx);
+                                                   fetch, ctx);
         else
             i = threshold_backward_stepped_row_f32(out, out_step, grad_output_p, grad_output_step,
-                                                   self_p, self_step, n, stream, ctx);
+                                                   self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -9250,7 +9356,8 @@ threshold_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 threshold_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char *grad_output_p,
                                         int64_t grad_output_step, const char *self_p,
-                                        int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                        int64_t self_step, int64_t n, bool stream, bool fetch,
+                                        const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float threshold = (float)scalars[0].f;
@@ -9259,8 +9366,8 @@ threshold_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char 
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -9279,7 +9386,7 @@ threshold_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char 
 YT__STEPPED_AVX2_TARGET static void
 threshold_backward_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
                                     const int64_t *row_strides, int64_t rows, bool stream,
-                                    const void *ctx)
+                                    bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9292,33 +9399,34 @@ threshold_backward_stepped_avx2_f32(char **data, const int64_t *strides, int64_t
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
             i = stream ? threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, self_p,
-                                                                 4, n, true, ctx)
+                                                                 4, n, true, fetch, ctx)
                        : threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, self_p,
-                                                                 4, n, false, ctx);
+                                                                 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
             i = stream ? threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12, self_p,
-                                                                 4, n, true, ctx)
+                                                                 4, n, true, fetch, ctx)
                        : threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12, self_p,
-                                                                 4, n, false, ctx);
+                                                                 4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
             i = stream ? threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p,
-                                                                 8, n, true, ctx)
+                                                                 8, n, true, fetch, ctx)
                        : threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p,
-                                                                 8, n, false, ctx);
+                                                                 8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
             i = stream ? threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p,
-                                                                 12, n, true, ctx)
+                                                                 12, n, true, fetch, ctx)
                        : threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p,
-                                                                 12, n, false, ctx);
+                                                                 12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = threshold_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 4, self_p, 4, n,
-                                                        false, ctx);
+                                                        false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = threshold_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 8, self_p, 4, n,
-                                                        false, ctx);
+                                                        false, fetch, ctx);
         else
-            i = threshold_backward_stepped_row_avx2_f32(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
+            i = threshold_backward_stepped_row_avx2_f32(out, out_step, grad_output_p,
+                                                        grad_output_step, self_p, self_step, n,
+                                                        stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -9395,7 +9503,7 @@ threshold_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 threshold_backward_stepped_row_f64(char *out, int64_t out_step, const char *grad_output_p,
                                    int64_t grad_output_step, const char *self_p, int64_t self_step,
-                                   int64_t n, bool stream, const void *ctx)
+                                   int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double threshold = (double)scalars[0].f;
@@ -9404,8 +9512,8 @@ threshold_backward_stepped_row_f64(char *out, int64_t out_step, const char *grad
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -9423,7 +9531,7 @@ threshold_backward_stepped_row_f64(char *out, int64_t out_step, const char *grad
 
 YT__STEPPED_TARGET static void
 threshold_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, bool stream,
+                               const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -9437,33 +9545,33 @@ threshold_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
             i = stream ? threshold_backward_stepped_row_f64(out, 8, grad_output_p, 16, self_p, 8, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : threshold_backward_stepped_row_f64(out, 8, grad_output_p, 16, self_p, 8, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
             i = stream ? threshold_backward_stepped_row_f64(out, 8, grad_output_p, 24, self_p, 8, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : threshold_backward_stepped_row_f64(out, 8, grad_output_p, 24, self_p, 8, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
             i = stream ? threshold_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 16, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : threshold_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 16, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
             i = stream ? threshold_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 24, n,
-                                                            true, ctx)
+                                                            true, fetch, ctx)
                        : threshold_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 24, n,
-                                                            false, ctx);
+                                                            false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = threshold_backward_stepped_row_f64(out, 16, grad_output_p, 8, self_p, 8, n, false,
-                                                   ctx);
+                                                   fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = threshold_backward_stepped_row_f64(out, 16, grad_output_p, 16, self_p, 8, n, false,
-                                                   ctx);
+                                                   fetch, ctx);
         else
             i = threshold_backward_stepped_row_f64(out, out_step, grad_output_p, grad_output_step,
-                                                   self_p, self_step, n, stream, ctx);
+                                                   self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -9475,7 +9583,8 @@ threshold_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 threshold_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char *grad_output_p,
                                         int64_t grad_output_step, const char *self_p,
-                                        int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                        int64_t self_step, int64_t n, bool stream, bool fetch,
+                                        const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double threshold = (double)scalars[0].f;
@@ -9484,8 +9593,8 @@ threshold_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char 
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -9504,7 +9613,7 @@ threshold_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char 
 YT__STEPPED_AVX2_TARGET static void
 threshold_backward_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
                                     const int64_t *row_strides, int64_t rows, bool stream,
-                                    const void *ctx)
+                                    bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9517,33 +9626,34 @@ threshold_backward_stepped_avx2_f64(char **data, const int64_t *strides, int64_t
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
             i = stream ? threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16, self_p,
-                                                                 8, n, true, ctx)
+                                                                 8, n, true, fetch, ctx)
                        : threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16, self_p,
-                                                                 8, n, false, ctx);
+                                                                 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
             i = stream ? threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24, self_p,
-                                                                 8, n, true, ctx)
+                                                                 8, n, true, fetch, ctx)
                        : threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24, self_p,
-                                                                 8, n, false, ctx);
+                                                                 8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
             i = stream ? threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p,
-                                                                 16, n, true, ctx)
+                                                                 16, n, true, fetch, ctx)
                        : threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p,
-                                                                 16, n, false, ctx);
+                                                                 16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
             i = stream ? threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p,
-                                                                 24, n, true, ctx)
+                                                                 24, n, true, fetch, ctx)
                        : threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p,
-                                                                 24, n, false, ctx);
+                                                                 24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = threshold_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 8, self_p, 8, n,
-                                                        false, ctx);
+                                                        false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = threshold_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 16, self_p, 8, n,
-                                                        false, ctx);
+                                                        false, fetch, ctx);
         else
-            i = threshold_backward_stepped_row_avx2_f64(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
+            i = threshold_backward_stepped_row_avx2_f64(out, out_step, grad_output_p,
+                                                        grad_output_step, self_p, self_step, n,
+                                                        stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -9728,13 +9838,13 @@ sigmoid_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sigmoid_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                        int64_t n, bool stream, const void *ctx)
+                        int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -9751,7 +9861,7 @@ sigmoid_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t
 
 YT__STEPPED_TARGET static void
 sigmoid_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                    int64_t rows, bool stream, const void *ctx)
+                    int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9761,17 +9871,17 @@ sigmoid_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? sigmoid_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : sigmoid_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? sigmoid_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : sigmoid_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? sigmoid_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : sigmoid_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? sigmoid_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : sigmoid_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = sigmoid_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = sigmoid_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = sigmoid_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = sigmoid_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = sigmoid_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = sigmoid_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9782,13 +9892,13 @@ sigmoid_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sigmoid_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                             int64_t n, bool stream, const void *ctx)
+                             int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -9805,7 +9915,7 @@ sigmoid_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, in
 
 YT__STEPPED_AVX2_TARGET static void
 sigmoid_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, bool stream, const void *ctx)
+                         int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9815,17 +9925,18 @@ sigmoid_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const i
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? sigmoid_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : sigmoid_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? sigmoid_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : sigmoid_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? sigmoid_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : sigmoid_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? sigmoid_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : sigmoid_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = sigmoid_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = sigmoid_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = sigmoid_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = sigmoid_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = sigmoid_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = sigmoid_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch,
+                                             ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9877,13 +9988,13 @@ sigmoid_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sigmoid_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                        int64_t n, bool stream, const void *ctx)
+                        int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -9900,7 +10011,7 @@ sigmoid_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t
 
 YT__STEPPED_TARGET static void
 sigmoid_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                    int64_t rows, bool stream, const void *ctx)
+                    int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9910,17 +10021,17 @@ sigmoid_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? sigmoid_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : sigmoid_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? sigmoid_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : sigmoid_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? sigmoid_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : sigmoid_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? sigmoid_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : sigmoid_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = sigmoid_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = sigmoid_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = sigmoid_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = sigmoid_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = sigmoid_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = sigmoid_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9931,13 +10042,13 @@ sigmoid_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sigmoid_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                             int64_t n, bool stream, const void *ctx)
+                             int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -9954,7 +10065,7 @@ sigmoid_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, in
 
 YT__STEPPED_AVX2_TARGET static void
 sigmoid_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, bool stream, const void *ctx)
+                         int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9964,17 +10075,18 @@ sigmoid_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const i
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? sigmoid_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : sigmoid_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? sigmoid_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : sigmoid_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? sigmoid_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : sigmoid_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? sigmoid_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : sigmoid_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = sigmoid_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = sigmoid_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = sigmoid_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = sigmoid_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = sigmoid_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = sigmoid_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch,
+                                             ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10139,13 +10251,13 @@ tanh_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 tanh_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     bool stream, const void *ctx)
+                     bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -10162,7 +10274,7 @@ tanh_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t se
 
 YT__STEPPED_TARGET static void
 tanh_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, bool stream, const void *ctx)
+                 int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10172,17 +10284,17 @@ tanh_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? tanh_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : tanh_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? tanh_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : tanh_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? tanh_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : tanh_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? tanh_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : tanh_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = tanh_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = tanh_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = tanh_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = tanh_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = tanh_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = tanh_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10193,13 +10305,13 @@ tanh_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 tanh_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -10216,7 +10328,7 @@ tanh_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_AVX2_TARGET static void
 tanh_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10226,17 +10338,17 @@ tanh_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? tanh_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : tanh_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? tanh_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : tanh_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? tanh_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : tanh_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? tanh_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : tanh_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = tanh_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = tanh_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = tanh_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = tanh_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = tanh_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = tanh_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10288,13 +10400,13 @@ tanh_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 tanh_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     bool stream, const void *ctx)
+                     bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -10311,7 +10423,7 @@ tanh_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t se
 
 YT__STEPPED_TARGET static void
 tanh_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, bool stream, const void *ctx)
+                 int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10321,17 +10433,17 @@ tanh_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? tanh_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : tanh_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? tanh_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : tanh_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? tanh_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : tanh_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? tanh_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : tanh_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = tanh_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = tanh_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = tanh_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = tanh_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = tanh_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = tanh_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10342,13 +10454,13 @@ tanh_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 tanh_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -10365,7 +10477,7 @@ tanh_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_AVX2_TARGET static void
 tanh_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10375,17 +10487,17 @@ tanh_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? tanh_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : tanh_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? tanh_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : tanh_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? tanh_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : tanh_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? tanh_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : tanh_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = tanh_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = tanh_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = tanh_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = tanh_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = tanh_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = tanh_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10562,7 +10674,7 @@ softplus_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 softplus_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, bool stream, const void *ctx)
+                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float beta = (float)scalars[0].f;
@@ -10570,7 +10682,7 @@ softplus_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -10588,7 +10700,7 @@ softplus_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_TARGET static void
 softplus_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10598,17 +10710,17 @@ softplus_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? softplus_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : softplus_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? softplus_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : softplus_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? softplus_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : softplus_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? softplus_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : softplus_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = softplus_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = softplus_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = softplus_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = softplus_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = softplus_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = softplus_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10619,7 +10731,7 @@ softplus_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 softplus_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                              int64_t n, bool stream, const void *ctx)
+                              int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float beta = (float)scalars[0].f;
@@ -10627,7 +10739,7 @@ softplus_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, i
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -10645,7 +10757,8 @@ softplus_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, i
 
 YT__STEPPED_AVX2_TARGET static void
 softplus_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                          const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                          const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                          const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10655,17 +10768,18 @@ softplus_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? softplus_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : softplus_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? softplus_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : softplus_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? softplus_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : softplus_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? softplus_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : softplus_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = softplus_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = softplus_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = softplus_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = softplus_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = softplus_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = softplus_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch,
+                                              ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10721,7 +10835,7 @@ softplus_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 softplus_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, bool stream, const void *ctx)
+                         int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double beta = (double)scalars[0].f;
@@ -10729,7 +10843,7 @@ softplus_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -10747,7 +10861,7 @@ softplus_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_
 
 YT__STEPPED_TARGET static void
 softplus_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, bool stream, const void *ctx)
+                     int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10757,17 +10871,17 @@ softplus_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? softplus_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : softplus_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? softplus_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : softplus_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? softplus_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : softplus_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? softplus_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : softplus_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = softplus_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = softplus_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = softplus_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = softplus_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = softplus_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = softplus_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10778,7 +10892,7 @@ softplus_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 softplus_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                              int64_t n, bool stream, const void *ctx)
+                              int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double beta = (double)scalars[0].f;
@@ -10786,7 +10900,7 @@ softplus_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, i
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -10804,7 +10918,8 @@ softplus_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, i
 
 YT__STEPPED_AVX2_TARGET static void
 softplus_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                          const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
+                          const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
+                          const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10814,17 +10929,18 @@ softplus_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? softplus_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : softplus_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? softplus_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : softplus_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? softplus_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : softplus_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? softplus_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : softplus_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = softplus_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = softplus_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = softplus_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = softplus_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = softplus_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = softplus_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch,
+                                              ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10992,13 +11108,13 @@ expm1_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 expm1_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      bool stream, const void *ctx)
+                      bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -11015,7 +11131,7 @@ expm1_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t s
 
 YT__STEPPED_TARGET static void
 expm1_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, bool stream, const void *ctx)
+                  int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11025,17 +11141,17 @@ expm1_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? expm1_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : expm1_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? expm1_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : expm1_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? expm1_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : expm1_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? expm1_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : expm1_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = expm1_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = expm1_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = expm1_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = expm1_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = expm1_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = expm1_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11046,13 +11162,13 @@ expm1_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 expm1_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -11069,7 +11185,7 @@ expm1_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_AVX2_TARGET static void
 expm1_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11079,17 +11195,17 @@ expm1_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? expm1_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : expm1_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? expm1_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : expm1_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? expm1_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : expm1_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? expm1_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : expm1_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = expm1_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = expm1_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = expm1_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = expm1_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = expm1_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = expm1_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11141,13 +11257,13 @@ expm1_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 expm1_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      bool stream, const void *ctx)
+                      bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -11164,7 +11280,7 @@ expm1_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t s
 
 YT__STEPPED_TARGET static void
 expm1_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, bool stream, const void *ctx)
+                  int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11174,17 +11290,17 @@ expm1_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? expm1_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : expm1_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? expm1_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : expm1_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? expm1_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : expm1_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? expm1_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : expm1_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = expm1_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = expm1_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = expm1_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = expm1_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = expm1_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = expm1_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11195,13 +11311,13 @@ expm1_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 expm1_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -11218,7 +11334,7 @@ expm1_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_AVX2_TARGET static void
 expm1_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11228,17 +11344,17 @@ expm1_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? expm1_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : expm1_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? expm1_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : expm1_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? expm1_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : expm1_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? expm1_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : expm1_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = expm1_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = expm1_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = expm1_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = expm1_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = expm1_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = expm1_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11403,13 +11519,13 @@ log1p_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 log1p_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      bool stream, const void *ctx)
+                      bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -11426,7 +11542,7 @@ log1p_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t s
 
 YT__STEPPED_TARGET static void
 log1p_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, bool stream, const void *ctx)
+                  int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11436,17 +11552,17 @@ log1p_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? log1p_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : log1p_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? log1p_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : log1p_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? log1p_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : log1p_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? log1p_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : log1p_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = log1p_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = log1p_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = log1p_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = log1p_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = log1p_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = log1p_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11457,13 +11573,13 @@ log1p_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 log1p_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -11480,7 +11596,7 @@ log1p_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_AVX2_TARGET static void
 log1p_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11490,17 +11606,17 @@ log1p_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? log1p_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : log1p_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? log1p_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : log1p_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? log1p_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : log1p_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? log1p_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : log1p_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = log1p_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = log1p_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = log1p_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = log1p_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = log1p_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = log1p_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11552,13 +11668,13 @@ log1p_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 log1p_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      bool stream, const void *ctx)
+                      bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -11575,7 +11691,7 @@ log1p_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t s
 
 YT__STEPPED_TARGET static void
 log1p_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, bool stream, const void *ctx)
+                  int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11585,17 +11701,17 @@ log1p_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? log1p_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : log1p_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? log1p_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : log1p_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? log1p_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : log1p_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? log1p_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : log1p_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = log1p_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = log1p_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = log1p_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = log1p_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = log1p_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = log1p_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11606,13 +11722,13 @@ log1p_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 log1p_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, bool stream, const void *ctx)
+                           int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -11629,7 +11745,7 @@ log1p_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int6
 
 YT__STEPPED_AVX2_TARGET static void
 log1p_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, bool stream, const void *ctx)
+                       int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11639,17 +11755,17 @@ log1p_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? log1p_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : log1p_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? log1p_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : log1p_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? log1p_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : log1p_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? log1p_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : log1p_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = log1p_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = log1p_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = log1p_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = log1p_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = log1p_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = log1p_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12003,13 +12119,13 @@ ceil_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 ceil_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     bool stream, const void *ctx)
+                     bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -12026,7 +12142,7 @@ ceil_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t se
 
 YT__STEPPED_TARGET static void
 ceil_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, bool stream, const void *ctx)
+                 int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12036,17 +12152,17 @@ ceil_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? ceil_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
-                       : ceil_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? ceil_stepped_row_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : ceil_stepped_row_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? ceil_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
-                       : ceil_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? ceil_stepped_row_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : ceil_stepped_row_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = ceil_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
+            i = ceil_stepped_row_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = ceil_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
+            i = ceil_stepped_row_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = ceil_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = ceil_stepped_row_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12057,13 +12173,13 @@ ceil_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 ceil_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
         float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
@@ -12080,7 +12196,7 @@ ceil_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_AVX2_TARGET static void
 ceil_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12090,17 +12206,17 @@ ceil_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = stream ? ceil_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
-                       : ceil_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
+            i = stream ? ceil_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, fetch, ctx)
+                       : ceil_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = stream ? ceil_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
-                       : ceil_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
+            i = stream ? ceil_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, fetch, ctx)
+                       : ceil_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = ceil_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
+            i = ceil_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = ceil_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
+            i = ceil_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, fetch, ctx);
         else
-            i = ceil_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
+            i = ceil_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12150,13 +12266,13 @@ ceil_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 ceil_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     bool stream, const void *ctx)
+                     bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -12173,7 +12289,7 @@ ceil_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t se
 
 YT__STEPPED_TARGET static void
 ceil_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, bool stream, const void *ctx)
+                 int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12183,17 +12299,17 @@ ceil_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? ceil_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
-                       : ceil_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? ceil_stepped_row_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : ceil_stepped_row_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? ceil_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
-                       : ceil_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? ceil_stepped_row_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : ceil_stepped_row_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = ceil_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
+            i = ceil_stepped_row_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = ceil_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
+            i = ceil_stepped_row_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = ceil_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = ceil_stepped_row_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12204,13 +12320,13 @@ ceil_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 ceil_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, bool stream, const void *ctx)
+                          int64_t n, bool stream, bool fetch, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
     for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
         double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
@@ -12227,7 +12343,7 @@ ceil_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64
 
 YT__STEPPED_AVX2_TARGET static void
 ceil_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, bool stream, const void *ctx)
+                      int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12237,17 +12353,17 @@ ceil_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = stream ? ceil_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
-                       : ceil_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
+            i = stream ? ceil_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, fetch, ctx)
+                       : ceil_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, fetch, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = stream ? ceil_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
-                       : ceil_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
+            i = stream ? ceil_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, fetch, ctx)
+                       : ceil_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = ceil_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
+            i = ceil_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, fetch, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = ceil_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
+            i = ceil_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, fetch, ctx);
         else
-            i = ceil_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
+            i = ceil_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12512,7 +12628,7 @@ leaky_relu_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 leaky_relu_backward_stepped_row_f32(char *out, int64_t out_step, const char *grad_output_p,
                                     int64_t grad_output_step, const char *self_p, int64_t self_step,
-                                    int64_t n, bool stream, const void *ctx)
+                                    int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float negative_slope = (float)scalars[0].f;
@@ -12521,8 +12637,8 @@ leaky_relu_backward_stepped_row_f32(char *out, int64_t out_step, const char *gra
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -12541,7 +12657,7 @@ leaky_relu_backward_stepped_row_f32(char *out, int64_t out_step, const char *gra
 
 YT__STEPPED_TARGET static void
 leaky_relu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -12555,33 +12671,33 @@ leaky_relu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
             i = stream ? leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 8, self_p, 4, n,
-                                                             true, ctx)
+                                                             true, fetch, ctx)
                        : leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 8, self_p, 4, n,
-                                                             false, ctx);
+                                                             false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
             i = stream ? leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 12, self_p, 4,
-                                                             n, true, ctx)
+                                                             n, true, fetch, ctx)
                        : leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 12, self_p, 4,
-                                                             n, false, ctx);
+                                                             n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
             i = stream ? leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 8, n,
-                                                             true, ctx)
+                                                             true, fetch, ctx)
                        : leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 8, n,
-                                                             false, ctx);
+                                                             false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
             i = stream ? leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 12,
-                                                             n, true, ctx)
+                                                             n, true, fetch, ctx)
                        : leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 12,
-                                                             n, false, ctx);
+                                                             n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = leaky_relu_backward_stepped_row_f32(out, 8, grad_output_p, 4, self_p, 4, n, false,
-                                                    ctx);
+                                                    fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = leaky_relu_backward_stepped_row_f32(out, 8, grad_output_p, 8, self_p, 4, n, false,
-                                                    ctx);
+                                                    fetch, ctx);
         else
             i = leaky_relu_backward_stepped_row_f32(out, out_step, grad_output_p, grad_output_step,
-                                                    self_p, self_step, n, stream, ctx);
+                                                    self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -12593,7 +12709,8 @@ leaky_relu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 leaky_relu_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char *grad_output_p,
                                          int64_t grad_output_step, const char *self_p,
-                                         int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                         int64_t self_step, int64_t n, bool stream, bool fetch,
+                                         const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float negative_slope = (float)scalars[0].f;
@@ -12602,8 +12719,8 @@ leaky_relu_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -12623,7 +12740,7 @@ leaky_relu_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char
 YT__STEPPED_AVX2_TARGET static void
 leaky_relu_backward_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
                                      const int64_t *row_strides, int64_t rows, bool stream,
-                                     const void *ctx)
+                                     bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12636,33 +12753,34 @@ leaky_relu_backward_stepped_avx2_f32(char **data, const int64_t *strides, int64_
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
             i = stream ? leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, self_p,
-                                                                  4, n, true, ctx)
+                                                                  4, n, true, fetch, ctx)
                        : leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, self_p,
-                                                                  4, n, false, ctx);
+                                                                  4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
             i = stream ? leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12, self_p,
-                                                                  4, n, true, ctx)
+                                                                  4, n, true, fetch, ctx)
                        : leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12, self_p,
-                                                                  4, n, false, ctx);
+                                                                  4, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
             i = stream ? leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p,
-                                                                  8, n, true, ctx)
+                                                                  8, n, true, fetch, ctx)
                        : leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p,
-                                                                  8, n, false, ctx);
+                                                                  8, n, false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
             i = stream ? leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p,
-                                                                  12, n, true, ctx)
+                                                                  12, n, true, fetch, ctx)
                        : leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p,
-                                                                  12, n, false, ctx);
+                                                                  12, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = leaky_relu_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 4, self_p, 4, n,
-                                                         false, ctx);
+                                                         false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = leaky_relu_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 8, self_p, 4, n,
-                                                         false, ctx);
+                                                         false, fetch, ctx);
         else
-            i = leaky_relu_backward_stepped_row_avx2_f32(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
+            i = leaky_relu_backward_stepped_row_avx2_f32(out, out_step, grad_output_p,
+                                                         grad_output_step, self_p, self_step, n,
+                                                         stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -12743,7 +12861,7 @@ leaky_relu_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 leaky_relu_backward_stepped_row_f64(char *out, int64_t out_step, const char *grad_output_p,
                                     int64_t grad_output_step, const char *self_p, int64_t self_step,
-                                    int64_t n, bool stream, const void *ctx)
+                                    int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double negative_slope = (double)scalars[0].f;
@@ -12752,8 +12870,8 @@ leaky_relu_backward_stepped_row_f64(char *out, int64_t out_step, const char *gra
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -12772,7 +12890,7 @@ leaky_relu_backward_stepped_row_f64(char *out, int64_t out_step, const char *gra
 
 YT__STEPPED_TARGET static void
 leaky_relu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -12786,33 +12904,33 @@ leaky_relu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
             i = stream ? leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 16, self_p, 8,
-                                                             n, true, ctx)
+                                                             n, true, fetch, ctx)
                        : leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 16, self_p, 8,
-                                                             n, false, ctx);
+                                                             n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
             i = stream ? leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 24, self_p, 8,
-                                                             n, true, ctx)
+                                                             n, true, fetch, ctx)
                        : leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 24, self_p, 8,
-                                                             n, false, ctx);
+                                                             n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
             i = stream ? leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 16,
-                                                             n, true, ctx)
+                                                             n, true, fetch, ctx)
                        : leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 16,
-                                                             n, false, ctx);
+                                                             n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
             i = stream ? leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 24,
-                                                             n, true, ctx)
+                                                             n, true, fetch, ctx)
                        : leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 24,
-                                                             n, false, ctx);
+                                                             n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = leaky_relu_backward_stepped_row_f64(out, 16, grad_output_p, 8, self_p, 8, n, false,
-                                                    ctx);
+                                                    fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = leaky_relu_backward_stepped_row_f64(out, 16, grad_output_p, 16, self_p, 8, n, false,
-                                                    ctx);
+                                                    fetch, ctx);
         else
             i = leaky_relu_backward_stepped_row_f64(out, out_step, grad_output_p, grad_output_step,
-                                                    self_p, self_step, n, stream, ctx);
+                                                    self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -12824,7 +12942,8 @@ leaky_relu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 leaky_relu_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char *grad_output_p,
                                          int64_t grad_output_step, const char *self_p,
-                                         int64_t self_step, int64_t n, bool stream, const void *ctx)
+                                         int64_t self_step, int64_t n, bool stream, bool fetch,
+                                         const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double negative_slope = (double)scalars[0].f;
@@ -12833,8 +12952,8 @@ leaky_relu_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -12854,7 +12973,7 @@ leaky_relu_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char
 YT__STEPPED_AVX2_TARGET static void
 leaky_relu_backward_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
                                      const int64_t *row_strides, int64_t rows, bool stream,
-                                     const void *ctx)
+                                     bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12867,33 +12986,34 @@ leaky_relu_backward_stepped_avx2_f64(char **data, const int64_t *strides, int64_
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
             i = stream ? leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16, self_p,
-                                                                  8, n, true, ctx)
+                                                                  8, n, true, fetch, ctx)
                        : leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16, self_p,
-                                                                  8, n, false, ctx);
+                                                                  8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
             i = stream ? leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24, self_p,
-                                                                  8, n, true, ctx)
+                                                                  8, n, true, fetch, ctx)
                        : leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24, self_p,
-                                                                  8, n, false, ctx);
+                                                                  8, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
             i = stream ? leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p,
-                                                                  16, n, true, ctx)
+                                                                  16, n, true, fetch, ctx)
                        : leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p,
-                                                                  16, n, false, ctx);
+                                                                  16, n, false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
             i = stream ? leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p,
-                                                                  24, n, true, ctx)
+                                                                  24, n, true, fetch, ctx)
                        : leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p,
-                                                                  24, n, false, ctx);
+                                                                  24, n, false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = leaky_relu_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 8, self_p, 8, n,
-                                                         false, ctx);
+                                                         false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = leaky_relu_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 16, self_p, 8, n,
-                                                         false, ctx);
+                                                         false, fetch, ctx);
         else
-            i = leaky_relu_backward_stepped_row_avx2_f64(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
+            i = leaky_relu_backward_stepped_row_avx2_f64(out, out_step, grad_output_p,
+                                                         grad_output_step, self_p, self_step, n,
+                                                         stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -13184,7 +13304,7 @@ elu_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 elu_backward_stepped_row_f32(char *out, int64_t out_step, const char *grad_output_p,
                              int64_t grad_output_step, const char *self_p, int64_t self_step,
-                             int64_t n, bool stream, const void *ctx)
+                             int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float alpha = (float)scalars[0].f;
@@ -13195,8 +13315,8 @@ elu_backward_stepped_row_f32(char *out, int64_t out_step, const char *grad_outpu
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -13217,7 +13337,7 @@ elu_backward_stepped_row_f32(char *out, int64_t out_step, const char *grad_outpu
 
 YT__STEPPED_TARGET static void
 elu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, bool stream, const void *ctx)
+                         int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13230,31 +13350,33 @@ elu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n, const i
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
             i = stream ? elu_backward_stepped_row_f32(out, 4, grad_output_p, 8, self_p, 4, n, true,
-                                                      ctx)
+                                                      fetch, ctx)
                        : elu_backward_stepped_row_f32(out, 4, grad_output_p, 8, self_p, 4, n, false,
-                                                      ctx);
+                                                      fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
             i = stream ? elu_backward_stepped_row_f32(out, 4, grad_output_p, 12, self_p, 4, n, true,
-                                                      ctx)
+                                                      fetch, ctx)
                        : elu_backward_stepped_row_f32(out, 4, grad_output_p, 12, self_p, 4, n,
-                                                      false, ctx);
+                                                      false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
             i = stream ? elu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 8, n, true,
-                                                      ctx)
+                                                      fetch, ctx)
                        : elu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 8, n, false,
-                                                      ctx);
+                                                      fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
             i = stream ? elu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 12, n, true,
-                                                      ctx)
+                                                      fetch, ctx)
                        : elu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 12, n,
-                                                      false, ctx);
+                                                      false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
-            i = elu_backward_stepped_row_f32(out, 8, grad_output_p, 4, self_p, 4, n, false, ctx);
+            i = elu_backward_stepped_row_f32(out, 8, grad_output_p, 4, self_p, 4, n, false, fetch,
+                                             ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
-            i = elu_backward_stepped_row_f32(out, 8, grad_output_p, 8, self_p, 4, n, false, ctx);
+            i = elu_backward_stepped_row_f32(out, 8, grad_output_p, 8, self_p, 4, n, false, fetch,
+                                             ctx);
         else
             i = elu_backward_stepped_row_f32(out, out_step, grad_output_p, grad_output_step, self_p,
-                                             self_step, n, stream, ctx);
+                                             self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -13266,7 +13388,7 @@ elu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n, const i
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 elu_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char *grad_output_p,
                                   int64_t grad_output_step, const char *self_p, int64_t self_step,
-                                  int64_t n, bool stream, const void *ctx)
+                                  int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float alpha = (float)scalars[0].f;
@@ -13277,8 +13399,8 @@ elu_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char *grad_
         float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
             out_lanes[YT__STEPPED_LANES_F32];
         yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float grad_output = grad_output_lanes[lane];
@@ -13299,7 +13421,7 @@ elu_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char *grad_
 
 YT__STEPPED_AVX2_TARGET static void
 elu_backward_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, bool stream,
+                              const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                               const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -13313,33 +13435,33 @@ elu_backward_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
             i = stream ? elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, self_p, 4, n,
-                                                           true, ctx)
+                                                           true, fetch, ctx)
                        : elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, self_p, 4, n,
-                                                           false, ctx);
+                                                           false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
             i = stream ? elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12, self_p, 4, n,
-                                                           true, ctx)
+                                                           true, fetch, ctx)
                        : elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12, self_p, 4, n,
-                                                           false, ctx);
+                                                           false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
             i = stream ? elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p, 8, n,
-                                                           true, ctx)
+                                                           true, fetch, ctx)
                        : elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p, 8, n,
-                                                           false, ctx);
+                                                           false, fetch, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
             i = stream ? elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p, 12, n,
-                                                           true, ctx)
+                                                           true, fetch, ctx)
                        : elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p, 12, n,
-                                                           false, ctx);
+                                                           false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = elu_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 4, self_p, 4, n, false,
-                                                  ctx);
+                                                  fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = elu_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 8, self_p, 4, n, false,
-                                                  ctx);
+                                                  fetch, ctx);
         else
             i = elu_backward_stepped_row_avx2_f32(out, out_step, grad_output_p, grad_output_step,
-                                                  self_p, self_step, n, stream, ctx);
+                                                  self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -13432,7 +13554,7 @@ elu_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 elu_backward_stepped_row_f64(char *out, int64_t out_step, const char *grad_output_p,
                              int64_t grad_output_step, const char *self_p, int64_t self_step,
-                             int64_t n, bool stream, const void *ctx)
+                             int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double alpha = (double)scalars[0].f;
@@ -13443,8 +13565,8 @@ elu_backward_stepped_row_f64(char *out, int64_t out_step, const char *grad_outpu
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                           grad_output_step);
-        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+                           grad_output_step, fetch);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -13465,7 +13587,7 @@ elu_backward_stepped_row_f64(char *out, int64_t out_step, const char *grad_outpu
 
 YT__STEPPED_TARGET static void
 elu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, bool stream, const void *ctx)
+                         int64_t rows, bool stream, bool fetch, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13478,31 +13600,33 @@ elu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n, const i
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
             i = stream ? elu_backward_stepped_row_f64(out, 8, grad_output_p, 16, self_p, 8, n, true,
-                                                      ctx)
+                                                      fetch, ctx)
                        : elu_backward_stepped_row_f64(out, 8, grad_output_p, 16, self_p, 8, n,
-                                                      false, ctx);
+                                                      false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
             i = stream ? elu_backward_stepped_row_f64(out, 8, grad_output_p, 24, self_p, 8, n, true,
-                                                      ctx)
+                                                      fetch, ctx)
                        : elu_backward_stepped_row_f64(out, 8, grad_output_p, 24, self_p, 8, n,
-                                                      false, ctx);
+                                                      false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
             i = stream ? elu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 16, n, true,
-                                                      ctx)
+                                                      fetch, ctx)
                        : elu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 16, n,
-                                                      false, ctx);
+                                                      false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
             i = stream ? elu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 24, n, true,
-                                                      ctx)
+                                                      fetch, ctx)
                        : elu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 24, n,
-                                                      false, ctx);
+                                                      false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
-            i = elu_backward_stepped_row_f64(out, 16, grad_output_p, 8, self_p, 8, n, false, ctx);
+            i = elu_backward_stepped_row_f64(out, 16, grad_output_p, 8, self_p, 8, n, false, fetch,
+                                             ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
-            i = elu_backward_stepped_row_f64(out, 16, grad_output_p, 16, self_p, 8, n, false, ctx);
+            i = elu_backward_stepped_row_f64(out, 16, grad_output_p, 16, self_p, 8, n, false, fetch,
+                                             ctx);
         else
             i = elu_backward_stepped_row_f64(out, out_step, grad_output_p, grad_output_step, self_p,
-                                             self_step, n, stream, ctx);
+                                             self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -13514,7 +13638,7 @@ elu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n, const i
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 elu_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char *grad_output_p,
                                   int64_t grad_output_step, const char *self_p, int64_t self_step,
-                                  int64_t n, bool stream, const void *ctx)
+                                  int64_t n, bool stream, bool fetch, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double alpha = (double)scalars[0].f;
@@ -13525,8 +13649,8 @@ elu_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char *grad_
         double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
             out_lanes[YT__STEPPED_LANES_F64];
         yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
-                                grad_output_step);
-        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+                                grad_output_step, fetch);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step, fetch);
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double grad_output = grad_output_lanes[lane];
@@ -13547,7 +13671,7 @@ elu_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char *grad_
 
 YT__STEPPED_AVX2_TARGET static void
 elu_backward_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, bool stream,
+                              const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                               const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -13561,33 +13685,33 @@ elu_backward_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
             i = stream ? elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16, self_p, 8, n,
-                                                           true, ctx)
+                                                           true, fetch, ctx)
                        : elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16, self_p, 8, n,
-                                                           false, ctx);
+                                                           false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
             i = stream ? elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24, self_p, 8, n,
-                                                           true, ctx)
+                                                           true, fetch, ctx)
                        : elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24, self_p, 8, n,
-                                                           false, ctx);
+                                                           false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
             i = stream ? elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p, 16, n,
-                                                           true, ctx)
+                                                           true, fetch, ctx)
                        : elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p, 16, n,
-                                                           false, ctx);
+                                                           false, fetch, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
             i = stream ? elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p, 24, n,
-                                                           true, ctx)
+                                                           true, fetch, ctx)
                        : elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p, 24, n,
-                                                           false, ctx);
+                                                           false, fetch, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = elu_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 8, self_p, 8, n, false,
-                                                  ctx);
+                                                  fetch, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = elu_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 16, self_p, 8, n, false,
-                                                  ctx);
+                                                  fetch, ctx);
         else
             i = elu_backward_stepped_row_avx2_f64(out, out_step, grad_output_p, grad_output_step,
-                                                  self_p, self_step, n, stream, ctx);
+                                                  self_p, self_step, n, stream, fetch, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)

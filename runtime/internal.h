@@ -368,9 +368,10 @@ typedef void (*yt__loop_fn)(char **data, const int64_t *strides, int64_t n,
 
 /* A loop's stepped form (runtime/stepped_lanes.h): a yt__loop_fn that, with `stream`, stores a
  * contiguous output's whole vectors around the caches (non-temporal stores, which the caller
- * orders with yt__streaming_fence) instead of into them. */
+ * orders with yt__streaming_fence) instead of into them, and with `fetch`, fetches its stepped
+ * operands' lines ahead of its reads (for operands that come from memory). */
 typedef void (*yt__stepped_fn)(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, bool stream,
+                               const int64_t *row_strides, int64_t rows, bool stream, bool fetch,
                                const void *ctx);
 
 /* Operands of a pointwise loop: the output and at most 7 inputs. */

@@ -34,7 +34,8 @@ typedef struct iter {
     int64_t strides[YT_MAX_DIM][MAX_OPERANDS]; /* bytes, innermost first */
     char *base[MAX_OPERANDS];
     int64_t esize[MAX_OPERANDS]; /* element size in bytes */
-    bool prefetch;               /* blocked traversal: fetch the next strip during this one */
+    bool prefetch;               /* from memory: the blocked traversal fetches the next strip
+                                    during this one, the stepped form its lines ahead */
     bool fetch_out;              /* blocked traversal: yt__block_strip's fetch_out */
     bool nontemporal;            /* the output is stored around the caches (nontemporal_output) */
     int64_t height;              /* strips: rows per strip */
@@ -596,7 +597,7 @@ run_stepped(const iter *it, char **data, int64_t n, const int64_t *row_strides, 
 {
     const int64_t *inner = it->strides[0];
     if (!it->nontemporal || ((uintptr_t)data[0] % LINE == 0 && row_strides[0] % LINE == 0)) {
-        it->stepped(data, inner, n, row_strides, rows, it->nontemporal, ctx);
+        it->stepped(data, inner, n, row_strides, rows, it->nontemporal, it->prefetch, ctx);
         return;
     }
     /* rows that start between lines: each one's elements up to a line's start stored plainly,
@@ -611,10 +612,10 @@ run_stepped(const iter *it, char **data, int64_t n, const int64_t *row_strides, 
                            : 0;
         head = head < n ? head : n;
         if (head > 0)
-            it->stepped(row, inner, head, row_strides, 1, false, ctx);
+            it->stepped(row, inner, head, row_strides, 1, false, it->prefetch, ctx);
         for (int k = 0; k < it->n_ops; k++)
             row[k] += head * inner[k];
-        it->stepped(row, inner, n - head, row_strides, 1, true, ctx);
+        it->stepped(row, inner, n - head, row_strides, 1, true, it->prefetch, ctx);
     }
 }
 
@@ -1322,6 +1323,7 @@ pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, yt__
     it.nontemporal = writes_out && nontemporal_output(&it, bytes, bound) &&
                      (it.staged || it.sizes[0] * it.esize[0] >= MIN_STREAMED_ROW_BYTES);
     it.stepped = takes_stepped(&it, stepped) ? stepped : NULL;
+    it.prefetch = it.stepped != NULL && bytes > prefetch_bytes();
     it.gather_piece = it.stepped != NULL ? 0 : gather_piece_bytes(&it, bytes) / widest_element(&it);
     it.streams = bytes > cached_bytes() && !it.staged && !it.gathered ? row_streams(&it) : 0;
     if (it.nontemporal)

@@ -69,17 +69,22 @@ yt__stepped_form(yt__stepped_fn avx512, yt__stepped_fn avx2)
 /* Bytes ahead along a stepped row at which yt__lanes_fetch_ahead fetches. */
 enum { YT__STEPPED_AHEAD = 4096 };
 
-/* Fetches into L1 the lines that the vector of lanes `step` bytes apart (2 or 3 elements of es
- * bytes) YT__STEPPED_AHEAD bytes further along the row will read. From memory, the hardware's
- * prefetchers alone left the stepped loops waiting on their input's lines, which span 2 or 3
- * times a contiguous row's. bench/strided, one thread, against contiguous, the previous library
- * and this one alternately: exp(a[:, ::3]) [10000, 1000] f32 0.46-0.53x -> 0.50-0.61x,
- * a[:, ::2] *= 1 0.43-0.48x -> 0.48-0.60x; other stepped cases and sizes moved within their noise,
- * and 2 or 8 KiB ahead did as well. Contiguous operands (step == es) are left to the hardware. */
+/* With `fetch`, fetches into L1 the lines that the vector of lanes `step` bytes apart (2 or 3
+ * elements of es bytes) YT__STEPPED_AHEAD bytes further along the row will read. From memory, the
+ * hardware's prefetchers alone left the stepped loops waiting on their input's lines, which span 2
+ * or 3 times a contiguous row's. bench/strided, one thread, against contiguous, the previous
+ * library and this one alternately (Zen 3): exp(a[:, ::3]) [10000, 1000] f32 0.46-0.53x ->
+ * 0.50-0.61x, a[:, ::2] *= 1 0.43-0.48x -> 0.48-0.60x; other stepped cases and sizes moved within
+ * their noise, and 2 or 8 KiB ahead did as well. From the caches they only cost, so the caller
+ * asks for them only where the operands come from memory (runtime/pointwise.c, it->prefetch).
+ * On Zen 4, one thread, a[:, ::2] *= 1 with the fetches and without: [65, 1000] f32 6.8-7.3 ->
+ * 5.0-5.3 us, [1048, 1000] 134-137 -> 86-92 us; at [10000, 1000] they still helped exp(a[:, ::3])
+ * (0.62-0.65x of contiguous against 0.57-0.58x) and a[:, ::2] + b (0.72-0.74x against
+ * 0.66-0.67x). Contiguous operands (step == es) are left to the hardware. */
 YT_ALWAYS_INLINE void
-yt__lanes_fetch_ahead(const char *at, int64_t step, int64_t es)
+yt__lanes_fetch_ahead(const char *at, int64_t step, int64_t es, bool fetch)
 {
-    if (step <= es)
+    if (step <= es || !fetch)
         return;
     const char *ahead = at + YT__STEPPED_AHEAD;
     __builtin_prefetch(ahead, 0, 3);
@@ -90,10 +95,10 @@ yt__lanes_fetch_ahead(const char *at, int64_t step, int64_t es)
 
 /* 16 floats `step` bytes apart (0, 4, 8 or 12) from `at` into lanes. */
 YT__STEPPED_TARGET YT_ALWAYS_INLINE void
-yt__lanes_load_f32(float *lanes, const char *at, int64_t step)
+yt__lanes_load_f32(float *lanes, const char *at, int64_t step, bool fetch)
 {
     const float *p = (const float *)at;
-    yt__lanes_fetch_ahead(at, step, 4);
+    yt__lanes_fetch_ahead(at, step, 4, fetch);
     __m512 v;
     if (step == 4) {
         v = _mm512_loadu_ps(p);
@@ -159,10 +164,10 @@ yt__lanes_stream_f32(char *at, int64_t step, const float *lanes)
 
 /* 8 doubles `step` bytes apart (0, 8, 16 or 24) from `at` into lanes. */
 YT__STEPPED_TARGET YT_ALWAYS_INLINE void
-yt__lanes_load_f64(double *lanes, const char *at, int64_t step)
+yt__lanes_load_f64(double *lanes, const char *at, int64_t step, bool fetch)
 {
     const double *p = (const double *)at;
-    yt__lanes_fetch_ahead(at, step, 8);
+    yt__lanes_fetch_ahead(at, step, 8, fetch);
     __m512d v;
     if (step == 8) {
         v = _mm512_loadu_pd(p);
@@ -256,10 +261,10 @@ yt__half_load_f32(const float *p, int64_t step)
 
 /* yt__lanes_load_f32 for AVX2 */
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE void
-yt__lanes_load_f32_avx2(float *lanes, const char *at, int64_t step)
+yt__lanes_load_f32_avx2(float *lanes, const char *at, int64_t step, bool fetch)
 {
     const float *p = (const float *)at;
-    yt__lanes_fetch_ahead(at, step, 4);
+    yt__lanes_fetch_ahead(at, step, 4, fetch);
     _mm256_storeu_ps(lanes, yt__half_load_f32(p, step));
     _mm256_storeu_ps(lanes + 8, yt__half_load_f32(p + (step / 4) * 8, step));
 }
@@ -326,10 +331,10 @@ yt__half_load_f64(const double *p, int64_t step)
 
 /* yt__lanes_load_f64 for AVX2 */
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE void
-yt__lanes_load_f64_avx2(double *lanes, const char *at, int64_t step)
+yt__lanes_load_f64_avx2(double *lanes, const char *at, int64_t step, bool fetch)
 {
     const double *p = (const double *)at;
-    yt__lanes_fetch_ahead(at, step, 8);
+    yt__lanes_fetch_ahead(at, step, 8, fetch);
     _mm256_storeu_pd(lanes, yt__half_load_f64(p, step));
     _mm256_storeu_pd(lanes + 4, yt__half_load_f64(p + (step / 8) * 4, step));
 }
