@@ -54,9 +54,12 @@ FLOAT_FUNCS = {
 FLOAT_HELPERS = {"normal_cdf": 1}
 # calls whose cost makes a loop compute-bound: such loops get an AVX-512 clone (YT_PW_CLONES)
 HEAVY_CALLS = {"exp", "expm1", "log", "log1p", "log2", "sin", "cos", "tanh", "erf", "pow", "normal_cdf"}
-# integer helpers that cost a division or a loop an element: with HEAVY_CALLS, what makes a loop
-# YT__PW_COMPUTE_BOUND (its output is then stored plainly, runtime/pointwise.c)
+# integer helpers that cost a division or a loop an element: with HEAVY_CALLS and SLOW_FLOAT_CALLS,
+# what makes a loop YT__PW_COMPUTE_BOUND (its output is then stored plainly, runtime/pointwise.c)
 SLOW_INT_HELPERS = {"remainder", "floor_divide", "trunc_divide", "ipow"}
+# float calls that are one instruction but slow enough to make a loop compute-bound (no clone): a
+# sqrt loop streamed its output through a buffer at 32 GB/s, stored plainly at 43 (10M f32, Zen 4)
+SLOW_FLOAT_CALLS = {"sqrt"}
 ROUNDING = ("floor", "ceil", "trunc", "nearbyint")  # nearbyint: half to even (default rounding mode)
 CLASSIFY = {"isnan": "0", "isfinite": "1", "isinf": "0"}
 # kernels/cpu/pointwise_math.h helpers, one per compute type: yt__pw_NAME_SUFFIX
@@ -112,7 +115,7 @@ class PointwiseExpr:
         self._validate(self.tree)
         self.used = set()  # names (and NAME_given flags) read by the last render()
         self.heavy = False  # whether the last render() calls a HEAVY_CALLS function
-        self.compute_bound = False  # ... or, besides, a SLOW_INT_HELPERS one
+        self.compute_bound = False  # ... or, besides, a SLOW_FLOAT_CALLS or SLOW_INT_HELPERS one
 
     def _fail(self, msg, cls=SpecError):
         raise cls(self.loc, f"{self.op.schema.full_name}: pointwise expression '{self.op.pointwise}': {msg}")
@@ -340,7 +343,8 @@ class PointwiseExpr:
                 fn = "ipow"
             if fn in HEAVY_CALLS and is_float:
                 self.heavy = True
-            if (fn in HEAVY_CALLS and is_float) or (fn in SLOW_INT_HELPERS and not is_float):
+            slow = HEAVY_CALLS | SLOW_FLOAT_CALLS if is_float else SLOW_INT_HELPERS
+            if fn in slow:
                 self.compute_bound = True
             if fn in FLOAT_HELPERS:
                 if not is_float:

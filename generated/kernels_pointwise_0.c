@@ -10406,18 +10406,18 @@ yt__cpu_sqrt(yt_tensor *result, yt_tensor *self)
     switch (self->dtype) {
     case YT_DTYPE_F16:
         return yt__pointwise(result, 1, inputs, sqrt_loop_f16, sqrt_blocks_f16, NULL,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, sqrt_loop_bf16, sqrt_blocks_bf16, NULL,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, sqrt_loop_f32, sqrt_blocks_f32,
                              yt__stepped_form(sqrt_stepped_f32, sqrt_stepped_avx2_f32),
-                             YT__PW_MEMORY_BOUND, scalars);
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, sqrt_loop_f64, sqrt_blocks_f64,
                              yt__stepped_form(sqrt_stepped_f64, sqrt_stepped_avx2_f64),
-                             YT__PW_MEMORY_BOUND, scalars);
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }

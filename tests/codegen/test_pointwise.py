@@ -262,6 +262,15 @@ def test_only_loops_calling_libm_class_functions_get_the_avx512_clone():
     assert not kernel("pow(self, self)")["loops"][1]["clones"]
 
 
+def test_sqrt_makes_a_loop_compute_bound_without_a_clone():
+    def bounds(expr):
+        return {v["bound"] for c in kernel(expr, "  result_dtype: floating\n")["cases"] for v in c["variants"]}
+    assert bounds("sqrt(self)") == {"YT__PW_COMPUTE_BOUND"}
+    assert bounds("exp(self)") == {"YT__PW_COMPUTE_BOUND"}
+    assert bounds("self * 2 + abs(self)") == {"YT__PW_MEMORY_BOUND"}
+    assert not any(loop["clones"] for loop in kernel("sqrt(self)", "  result_dtype: floating\n")["loops"])
+
+
 def test_a_dtype_without_a_form_has_no_loop():
     k = kernel("pow(self, self)")
     assert "bool" not in [loop["dtype"] for loop in k["loops"]]
