@@ -338,6 +338,8 @@ class PointwiseExpr:
                 if isinstance(k, ast.Name) and consts.get(k.id) in POW_FORMS:
                     b = r(n.args[0])
                     sqrt = "sqrtf" if ctype == "float" else "sqrt"
+                    if "{sqrt}" in POW_FORMS[consts[k.id]]:
+                        self.compute_bound = True  # as sqrt() itself (SLOW_FLOAT_CALLS)
                     return POW_FORMS[consts[k.id]].format(b=b, ub=_unwrap(b), one=f"({ctype})1", sqrt=sqrt)
             if fn == "pow" and not is_float:  # integer power, as PyTorch (bools have none)
                 fn = "ipow"

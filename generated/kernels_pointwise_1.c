@@ -7296,10 +7296,10 @@ yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
                                  pow_blocks_f16_exponent_m2, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 0.5)
             return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_0_5,
-                                 pow_blocks_f16_exponent_0_5, NULL, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_f16_exponent_0_5, NULL, YT__PW_COMPUTE_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -0.5)
             return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_m0_5,
-                                 pow_blocks_f16_exponent_m0_5, NULL, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_f16_exponent_m0_5, NULL, YT__PW_COMPUTE_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 1.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_1,
                                  pow_blocks_f16_exponent_1, NULL, YT__PW_MEMORY_BOUND, scalars);
@@ -7320,10 +7320,11 @@ yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
                                  pow_blocks_bf16_exponent_m2, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 0.5)
             return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_0_5,
-                                 pow_blocks_bf16_exponent_0_5, NULL, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_bf16_exponent_0_5, NULL, YT__PW_COMPUTE_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -0.5)
             return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_m0_5,
-                                 pow_blocks_bf16_exponent_m0_5, NULL, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_bf16_exponent_m0_5, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         if (yt__scalar_to_double(exponent) == 1.0)
             return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_1,
                                  pow_blocks_bf16_exponent_1, NULL, YT__PW_MEMORY_BOUND, scalars);
@@ -7354,12 +7355,12 @@ yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
             return yt__pointwise(
                 result, 1, inputs, pow_loop_f32_exponent_0_5, pow_blocks_f32_exponent_0_5,
                 yt__stepped_form(pow_stepped_f32_exponent_0_5, pow_stepped_avx2_f32_exponent_0_5),
-                YT__PW_MEMORY_BOUND, scalars);
+                YT__PW_COMPUTE_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -0.5)
             return yt__pointwise(
                 result, 1, inputs, pow_loop_f32_exponent_m0_5, pow_blocks_f32_exponent_m0_5,
                 yt__stepped_form(pow_stepped_f32_exponent_m0_5, pow_stepped_avx2_f32_exponent_m0_5),
-                YT__PW_MEMORY_BOUND, scalars);
+                YT__PW_COMPUTE_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 1.0)
             return yt__pointwise(
                 result, 1, inputs, pow_loop_f32_exponent_1, pow_blocks_f32_exponent_1,
@@ -7393,12 +7394,12 @@ yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
             return yt__pointwise(
                 result, 1, inputs, pow_loop_f64_exponent_0_5, pow_blocks_f64_exponent_0_5,
                 yt__stepped_form(pow_stepped_f64_exponent_0_5, pow_stepped_avx2_f64_exponent_0_5),
-                YT__PW_MEMORY_BOUND, scalars);
+                YT__PW_COMPUTE_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -0.5)
             return yt__pointwise(
                 result, 1, inputs, pow_loop_f64_exponent_m0_5, pow_blocks_f64_exponent_m0_5,
                 yt__stepped_form(pow_stepped_f64_exponent_m0_5, pow_stepped_avx2_f64_exponent_m0_5),
-                YT__PW_MEMORY_BOUND, scalars);
+                YT__PW_COMPUTE_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 1.0)
             return yt__pointwise(
                 result, 1, inputs, pow_loop_f64_exponent_1, pow_blocks_f64_exponent_1,

@@ -269,6 +269,10 @@ def test_sqrt_makes_a_loop_compute_bound_without_a_clone():
     assert bounds("exp(self)") == {"YT__PW_COMPUTE_BOUND"}
     assert bounds("self * 2 + abs(self)") == {"YT__PW_MEMORY_BOUND"}
     assert not any(loop["clones"] for loop in kernel("sqrt(self)", "  result_dtype: floating\n")["loops"])
+    # pow's specialised exponents 0.5 and -0.5 are sqrt forms; 2 is a product
+    k = kernel("pow(self, checked(exponent))", "  specialize: {exponent: [2, 0.5, -0.5]}\n", POW)
+    f32 = {v["cond"]: v["bound"] for c in k["cases"] if c["enum"] == "YT_DTYPE_F32" for v in c["variants"]}
+    assert sorted(f32.values()) == ["YT__PW_COMPUTE_BOUND"] * 3 + ["YT__PW_MEMORY_BOUND"]
 
 
 def test_a_dtype_without_a_form_has_no_loop():
