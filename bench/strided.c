@@ -22,8 +22,9 @@
  *
  * The stepped cases are also timed as a hand-written loop specialised to each (bare_moves.h):
  * "bare_us", and "bound", contiguous time over it, the ratio a loop that only moves the case's
- * bytes reaches on this machine (a stepped output is stored an element at a time; a stepped
- * input reads 2 or 3 times the lines). "-" for the others.
+ * bytes reaches on this machine (a stepped output is stored masked to its lanes with AVX-512, an
+ * element at a time with AVX2 only; a stepped input reads 2 or 3 times the lines). "-" for the
+ * others.
  *
  * Usage: bench/strided.sh BUILD_DIR [CASE...] (default: every case), which rebuilds this first;
  * prints a table of case, size, both times, ratio, and the bare loop's time and ratio. */
