@@ -336,11 +336,7 @@ class PointwiseExpr:
                 if isinstance(k, ast.Call) and k.func.id in ("checked", "checked_alpha"):
                     k = k.args[0]
                 if isinstance(k, ast.Name) and consts.get(k.id) in POW_FORMS:
-                    b = r(n.args[0])
-                    sqrt = "sqrtf" if ctype == "float" else "sqrt"
-                    if "{sqrt}" in POW_FORMS[consts[k.id]]:
-                        self.compute_bound = True  # as sqrt() itself (SLOW_FLOAT_CALLS)
-                    return POW_FORMS[consts[k.id]].format(b=b, ub=_unwrap(b), one=f"({ctype})1", sqrt=sqrt)
+                    return r(_pow_form(consts[k.id], n.args[0]))
             if fn == "pow" and not is_float:  # integer power, as PyTorch (bools have none)
                 fn = "ipow"
             if fn in HEAVY_CALLS and is_float:
@@ -376,11 +372,22 @@ class PointwiseExpr:
         return _unwrap(r(self.tree))
 
 
-# pow(b, k) in floating loops with a constant k (a `specialize:` value): the forms PyTorch's pow
-# kernel uses for these exponents, which vectorise, where powf() is a call per element.
-POW_FORMS = {2.0: "({b} * {b})", 3.0: "({b} * {b} * {b})", -1.0: "({one} / {b})",
-             -2.0: "({one} / ({b} * {b}))", 0.5: "{sqrt}({ub})", -0.5: "({one} / {sqrt}({ub}))",
-             1.0: "{b}"}
+# pow(base, k) in floating loops with a constant k (a `specialize:` value): the forms PyTorch's
+# pow kernel uses for these exponents, which vectorise, where powf() is a call per element.
+# Written in the specs' own expression language and rendered as the op's expression is, so a
+# form's calls count as any other's (sqrt makes its loop compute-bound, SLOW_FLOAT_CALLS).
+POW_FORMS = {2.0: "base * base", 3.0: "base * base * base", -1.0: "1 / base",
+             -2.0: "1 / (base * base)", 0.5: "sqrt(base)", -0.5: "1 / sqrt(base)", 1.0: "base"}
+
+
+def _pow_form(k: float, base: ast.expr) -> ast.expr:
+    """POW_FORMS[k] as a tree, with `base` in place of its name."""
+
+    class Substitute(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.expr:
+            return base if node.id == "base" else node
+
+    return Substitute().visit(ast.parse(POW_FORMS[k], mode="eval").body)
 
 
 def _unwrap(text: str) -> str:

@@ -4178,7 +4178,7 @@ pow_rows_f16_exponent_3(char **data, const int64_t *strides, int64_t n, const in
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
-                const float out_value = self * self * self;
+                const float out_value = (self * self) * self;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -4186,7 +4186,7 @@ pow_rows_f16_exponent_3(char **data, const int64_t *strides, int64_t n, const in
         for (int64_t i = 0; i < n; i++) {
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value = self * self * self;
+            const float out_value = (self * self) * self;
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
         }
     }
@@ -4500,7 +4500,7 @@ pow_rows_bf16_exponent_3(char **data, const int64_t *strides, int64_t n, const i
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
-                const float out_value = self * self * self;
+                const float out_value = (self * self) * self;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -4508,7 +4508,7 @@ pow_rows_bf16_exponent_3(char **data, const int64_t *strides, int64_t n, const i
         for (int64_t i = 0; i < n; i++) {
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value = self * self * self;
+            const float out_value = (self * self) * self;
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
         }
     }
@@ -4936,14 +4936,14 @@ pow_rows_f32_exponent_3(char **data, const int64_t *strides, int64_t n, const in
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
-                const float out_value = self * self * self;
+                const float out_value = (self * self) * self;
                 out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
-            const float out_value = self * self * self;
+            const float out_value = (self * self) * self;
             *(float *)((char *)out + i * strides[0]) = out_value;
         }
     }
@@ -4975,7 +4975,7 @@ pow_stepped_row_f32_exponent_3(char *out, int64_t out_step, const char *self_p, 
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
-            const float out_value = self * self * self;
+            const float out_value = (self * self) * self;
             out_lanes[lane] = out_value;
         }
         if (stream)
@@ -5032,7 +5032,7 @@ pow_stepped_row_avx2_f32_exponent_3(char *out, int64_t out_step, const char *sel
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
             const float self = self_lanes[lane];
-            const float out_value = self * self * self;
+            const float out_value = (self * self) * self;
             out_lanes[lane] = out_value;
         }
         if (stream)
@@ -6174,14 +6174,14 @@ pow_rows_f64_exponent_3(char **data, const int64_t *strides, int64_t n, const in
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
-                const double out_value = self * self * self;
+                const double out_value = (self * self) * self;
                 out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
-            const double out_value = self * self * self;
+            const double out_value = (self * self) * self;
             *(double *)((char *)out + i * strides[0]) = out_value;
         }
     }
@@ -6213,7 +6213,7 @@ pow_stepped_row_f64_exponent_3(char *out, int64_t out_step, const char *self_p, 
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
-            const double out_value = self * self * self;
+            const double out_value = (self * self) * self;
             out_lanes[lane] = out_value;
         }
         if (stream)
@@ -6270,7 +6270,7 @@ pow_stepped_row_avx2_f64_exponent_3(char *out, int64_t out_step, const char *sel
 #pragma omp simd
         for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
             const double self = self_lanes[lane];
-            const double out_value = self * self * self;
+            const double out_value = (self * self) * self;
             out_lanes[lane] = out_value;
         }
         if (stream)

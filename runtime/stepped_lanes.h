@@ -17,8 +17,8 @@
  * are built for it; each loop has a second form built for AVX2 (the _avx2 functions at the end),
  * and the call chooses at run time (yt__stepped_form). Reads from memory fetch their lines a page
  * ahead (yt__lanes_fetch_ahead, the form's `fetch`). A contiguous output too large for the caches
- * is stored around them,
- * vector by vector (yt__lanes_stream_f32 and the like, the form's `stream`).
+ * is stored around them, vector by vector (yt__lanes_stream_f32 and the like, the form's
+ * `stream`).
  *
  * A vector of lanes read from a row stepped m > 1 elements apart spans m vectors of the row, up to
  * m - 1 elements past its last lane: callers run them while a further element of the row follows

@@ -314,7 +314,7 @@ def test_specialized_scalar_values_get_floating_loops_of_their_own():
 
 
 @pytest.mark.parametrize("value, c", [
-    (3, "self * self * self"), (-1, "(float)1 / self"), (-2, "(float)1 / (self * self)"), (0.5, "sqrtf(self)"),
+    (3, "(self * self) * self"), (-1, "(float)1 / self"), (-2, "(float)1 / (self * self)"), (0.5, "sqrtf(self)"),
     (1, "self"),
     (2.5, "powf(self, (float)2.5)"),  # no special form: the constant goes to powf
 ])
