@@ -41,6 +41,7 @@ typedef struct iter {
     int64_t height;              /* strips: rows per strip */
     int64_t panel;               /* strips: columns per panel of the packed traversal; 0: blocks */
     int64_t block_panel;         /* strips: columns per panel of the blocks; 0: all */
+    int64_t tile_strips;         /* strips: run this many at a time over each panel; 0: all */
     unsigned streams;            /* rows: bit k set when run_row_in_chunks fetches operand k */
     bool staged;                 /* rows: short ones, run many at a time through run_staged */
     unsigned gathered;           /* rows: bit k set when operand k steps over elements */
@@ -855,7 +856,7 @@ strip_height(const iter *it)
     const int64_t rows = strip_rows(it);
     if (it->panel > 0)
         return rows * PACKED_STRIPS;
-    return it->prefetch && rows > YT__BLOCK ? YT__BLOCK : rows;
+    return it->prefetch && rows > YT__BLOCK && it->tile_strips == 0 ? YT__BLOCK : rows;
 }
 
 /* From memory, the next strip's lines of a transposed input whose columns are a multiple of
@@ -867,16 +868,54 @@ strip_height(const iter *it)
  * ([10000, 1000] add 0.55-0.56x -> 0.50x). */
 enum { BLOCK_PANEL = 512 };
 
+/* Whether a transposed input's columns are a multiple of SHARED_SETS_BYTES apart. */
+static bool
+columns_share_sets(const iter *it)
+{
+    for (int k = 1; k < it->n_ops; k++)
+        if (transposed_input(it, k) && it->strides[0][k] % SHARED_SETS_BYTES == 0)
+            return true;
+    return false;
+}
+
+/* From memory, with such columns, every input transposed (-a.t(), a.t().contiguous(): no operand
+ * but the output read in place) and 4-byte elements, the strips go a line high, TILE_STRIPS at a
+ * time over each panel of TILE_PANEL columns (tiles of 256 x 128 elements): each line of the
+ * transposed input is used by one strip, not half by each of two (the panels of BLOCK_PANEL
+ * columns in strips of 8 rows), and its next strip's lines are fetched during it. The group's
+ * last strip fetches the next group's first lines, needed only a group later: those do not last
+ * in L2 (the columns of a panel share 16 of its sets) but come from L3 then; fetching within the
+ * group alone, -a.t() [2048, 2048] f32 took 1765-1788 us, with that fetch 1455-1513 (tiles of
+ * 64 x 64). f32, one thread, three alternations against the strips of 8 rows: -a.t() [2048, 2048]
+ * 1776-1814 -> 1346-1360 us (bench/strided: 0.38-0.39x -> 0.46-0.50x of contiguous);
+ * a.t().contiguous() [2048, 2048] 1801-1858 -> 1337-1401, [4096, 4096] 8522-8627 -> 5781-5906,
+ * [2048, 1000] 797-811 -> 476-477; two threads [2048, 2048] 963-968 -> 715-729. Tiles of 64 x 64
+ * did 5-10% worse, of 32 x 64 2x worse. Where an operand is read in place, its rows want the
+ * fetches AHEAD_BYTES along, which a panel leaves unused for a group: a.t() + b [2048, 2048] in
+ * tiles of 64 x 64 took 0.36-0.41x of contiguous as before, 0.26-0.28x with those fetches
+ * dropped. Measured on 4-byte elements only; others keep the strips above. */
+enum { TILE_STRIPS = 16, TILE_PANEL = 128 };
+
+/* Strips run at a time over each panel (it->tile_strips), or 0 for all of them. */
+static int64_t
+tile_strips(const iter *it)
+{
+    if (!it->prefetch || it->panel > 0 || strip_rows(it) != 2 * YT__BLOCK ||
+        !columns_share_sets(it))
+        return 0;
+    for (int k = 1; k < it->n_ops; k++)
+        if (!transposed_input(it, k))
+            return 0;
+    return TILE_STRIPS;
+}
+
 /* Columns per panel of the blocked traversal, or 0 for all of them. */
 static int64_t
 block_panel(const iter *it)
 {
-    if (!it->prefetch || it->panel > 0)
-        return 0;
-    for (int k = 1; k < it->n_ops; k++)
-        if (transposed_input(it, k) && it->strides[0][k] % SHARED_SETS_BYTES == 0)
-            return BLOCK_PANEL;
-    return 0;
+    if (it->tile_strips > 0)
+        return TILE_PANEL;
+    return it->prefetch && it->panel == 0 && columns_share_sets(it) ? BLOCK_PANEL : 0;
 }
 
 /* yt__copy_block with an element size known only here (so its common sizes are inlined). */
@@ -1072,10 +1111,42 @@ point_at_strip(const iter *it, int64_t q, int64_t strips1, int64_t c0, yt__block
     return rows;
 }
 
+/* Runs strips [g0, g1) of run_strips over its `cols` columns, a panel of `width` at a time:
+ * every strip over one panel, then over the next; then the edges, with the last panel. */
+static void
+run_strip_group(const iter *it, int64_t g0, int64_t g1, int64_t strips1, int64_t cols,
+                int64_t width, yt__block_strip *s, yt__block_fn blocks, const void *ctx)
+{
+    const int64_t n0 = it->sizes[0];
+    for (int64_t c0 = 0;; c0 += width) {
+        const bool last_panel = c0 + width >= cols;
+        for (int64_t q = g0; q < g1; q++) {
+            const int64_t rows = point_at_strip(it, q, strips1, c0, s);
+            s->cols = last_panel ? cols - c0 : width;
+            if (it->panel > 0)
+                run_packed(it, s, ctx);
+            else if (s->cols > 0)
+                blocks(s, ctx);
+            if (!last_panel)
+                continue;
+            if (c0 > 0)
+                point_at_strip(it, q, strips1, 0, s);
+            s->cols = cols;
+            if (s->cols < n0)
+                run_edge(it, s, 0, rows, s->cols, n0, ctx);
+            if (s->rows < rows && s->cols > 0)
+                run_edge(it, s, s->rows, rows, 0, s->cols, ctx);
+        }
+        if (last_panel)
+            return;
+    }
+}
+
 /* Runs strips [begin, end) of it->height rows (of dim 1), every outer index included, a panel
- * of columns at a time (it->block_panel, or all of them). The block form or run_packed takes
- * each strip's rows down to a multiple of 8 and columns down to one of the block side (of 8 for
- * run_packed); run_edge the rest, with the last panel. */
+ * of columns at a time (it->block_panel, or all of them), over it->tile_strips strips at a time
+ * (or all of them). The block form or run_packed takes each strip's rows down to a multiple of 8
+ * and columns down to one of the block side (of 8 for run_packed); run_edge the rest, with the
+ * last panel. */
 static void
 run_strips(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, yt__block_fn blocks,
            const void *ctx)
@@ -1102,27 +1173,10 @@ run_strips(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, yt__blo
     const int64_t cols = it->panel > 0 ? n0 / YT__BLOCK * YT__BLOCK : n0 / side * side;
     const int64_t panel = it->block_panel / side * side;
     const int64_t width = panel > 0 && panel < cols ? panel : cols;
-    for (int64_t c0 = 0;; c0 += width) {
-        const bool last_panel = c0 + width >= cols;
-        for (int64_t q = begin; q < end; q++) {
-            const int64_t rows = point_at_strip(it, q, strips1, c0, &s);
-            s.cols = last_panel ? cols - c0 : width;
-            if (it->panel > 0)
-                run_packed(it, &s, ctx);
-            else if (s.cols > 0)
-                blocks(&s, ctx);
-            if (!last_panel)
-                continue;
-            if (c0 > 0)
-                point_at_strip(it, q, strips1, 0, &s);
-            s.cols = cols;
-            if (s.cols < n0)
-                run_edge(it, &s, 0, rows, s.cols, n0, ctx);
-            if (s.rows < rows && s.cols > 0)
-                run_edge(it, &s, s.rows, rows, 0, s.cols, ctx);
-        }
-        if (last_panel)
-            return;
+    const int64_t group = it->tile_strips > 0 ? it->tile_strips : end - begin;
+    for (int64_t g0 = begin; g0 < end; g0 += group) {
+        const int64_t g1 = g0 + group < end ? g0 + group : end;
+        run_strip_group(it, g0, g1, strips1, cols, width, &s, blocks, ctx);
     }
 }
 
@@ -1310,6 +1364,7 @@ pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, yt__
         it.fetch_out = !it.prefetch && bytes > yt__l2_bytes() && yt__has_prefetchw();
         it.nontemporal = writes_out && nontemporal_output(&it, bytes, bound);
         it.panel = packed_panel(&it, bytes);
+        it.tile_strips = tile_strips(&it);
         it.height = strip_height(&it);
         it.block_panel = block_panel(&it);
         int64_t strips = numel / it.sizes[0] / it.sizes[1] * strip_count(it.sizes[1], it.height);

@@ -1421,7 +1421,8 @@ Test(pointwise, rows_a_power_of_two_apart_through_packed_panels)
 /* The blocked traversal a panel of columns at a time (runtime/pointwise.c, block_panel), which
  * it takes from memory when a transposed input's columns are a multiple of 2 KiB apart: x.t()
  * on [H - 3, 1211] where x has rows of H elements, 2 KiB, so the 1211 columns are panels of 512
- * and one narrower, and then an edge; added into a fresh output and in place. */
+ * (128 in tiles) and one narrower, and then an edge; added into a fresh output and in place, and
+ * alone (copied, negated). */
 static void
 check_block_panels(yt_dtype dtype, int64_t cache)
 {
@@ -1445,6 +1446,24 @@ check_block_panels(yt_dtype dtype, int64_t cache)
     yt_tensor *acc = yt_clone(y);
     cr_assert_eq(yt_add_(acc, xt), YT_OK, "%s", yt_errmsg());
     expect_grid(acc, want, R, C, "y.add_(x.t()), columns 2 KiB apart", dtype, cache);
+
+    /* x.t() alone, which 4-byte elements from memory take in tiles of strips (tile_strips): 32
+     * strips of 16 rows, the last of 13, in groups of 16, split between threads at 2 */
+    const int threads_before = yt_get_num_threads();
+    for (int threads = 1; threads <= 2; threads++) {
+        cr_assert_eq(yt_set_num_threads(threads), YT_OK, "%s", yt_errmsg());
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t c = 0; c < C; c++)
+                want[r * C + c] = xv[c * H + r];
+        expect_grid(yt_contiguous(xt), want, R, C, "x.t().contiguous(), columns 2 KiB apart", dtype,
+                    cache);
+        if (dtype == YT_DTYPE_U8)
+            continue;
+        for (int64_t i = 0; i < R * C; i++)
+            want[i] = -want[i];
+        expect_grid(yt_neg(xt), want, R, C, "-x.t(), columns 2 KiB apart", dtype, cache);
+    }
+    cr_assert_eq(yt_set_num_threads(threads_before), YT_OK, "%s", yt_errmsg());
     yt_release(xt);
     yt_release(x_rows);
     yt_release(y);
