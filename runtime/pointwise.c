@@ -862,9 +862,10 @@ strip_height(const iter *it)
 /* From memory, the next strip's lines of a transposed input whose columns are a multiple of
  * SHARED_SETS_BYTES apart, fetched a strip ahead, did not last until that strip when it was
  * thousands of columns long; the blocks then go over the strips a panel of BLOCK_PANEL columns
- * at a time. f32, one thread, against contiguous: [2048, 2048] add 0.37-0.38x -> 0.43-0.48x, neg
- * 0.44-0.47x -> 0.52-0.60x; [2048, 1000] add 0.42-0.43x -> 0.56-0.57x; [1024, 4096] add 0.34x ->
- * 0.45-0.47x. 256 and 1024 columns did no better, and without such strides panels lost
+ * at a time (4-byte elements now go in tiles instead, TILE_STRIPS below). f32, one thread,
+ * against contiguous: [2048, 2048] add 0.37-0.38x -> 0.43-0.48x, neg 0.44-0.47x -> 0.52-0.60x;
+ * [2048, 1000] add 0.42-0.43x -> 0.56-0.57x; [1024, 4096] add 0.34x -> 0.45-0.47x.
+ * 256 and 1024 columns did no better, and without such strides panels lost
  * ([10000, 1000] add 0.55-0.56x -> 0.50x). */
 enum { BLOCK_PANEL = 512 };
 
@@ -878,35 +879,32 @@ columns_share_sets(const iter *it)
     return false;
 }
 
-/* From memory, with such columns, every input transposed (-a.t(), a.t().contiguous(): no operand
- * but the output read in place) and 4-byte elements, the strips go a line high, TILE_STRIPS at a
+/* From memory, with such columns and 4-byte elements, the strips go a line high, TILE_STRIPS at a
  * time over each panel of TILE_PANEL columns (tiles of 256 x 128 elements): each line of the
  * transposed input is used by one strip, not half by each of two (the panels of BLOCK_PANEL
  * columns in strips of 8 rows), and its next strip's lines are fetched during it. The group's
  * last strip fetches the next group's first lines, needed only a group later: those do not last
  * in L2 (the columns of a panel share 16 of its sets) but come from L3 then; fetching within the
  * group alone, -a.t() [2048, 2048] f32 took 1765-1788 us, with that fetch 1455-1513 (tiles of
- * 64 x 64). f32, one thread, three alternations against the strips of 8 rows: -a.t() [2048, 2048]
+ * 64 x 64). f32, one thread, alternated against the strips of 8 rows: -a.t() [2048, 2048]
  * 1776-1814 -> 1346-1360 us (bench/strided: 0.38-0.39x -> 0.46-0.50x of contiguous);
  * a.t().contiguous() [2048, 2048] 1801-1858 -> 1337-1401, [4096, 4096] 8522-8627 -> 5781-5906,
- * [2048, 1000] 797-811 -> 476-477; two threads [2048, 2048] 963-968 -> 715-729. Tiles of 64 x 64
- * did 5-10% worse, of 32 x 64 2x worse. Where an operand is read in place, its rows want the
- * fetches AHEAD_BYTES along, which a panel leaves unused for a group: a.t() + b [2048, 2048] in
- * tiles of 64 x 64 took 0.36-0.41x of contiguous as before, 0.26-0.28x with those fetches
- * dropped. Measured on 4-byte elements only; others keep the strips above. */
+ * [2048, 1000] 797-811 -> 476-477; a.t() + b [2048, 2048] 2600-2744 -> 2140-2266, [2048, 1000]
+ * 988-1027 -> 751-768, [4096, 1024] 2699-2838 -> 2159-2254, [4096, 4096] 11710-12344 ->
+ * 10557-10567; two threads, a.t().contiguous() [2048, 2048] 963-968 -> 715-729, a.t() + b
+ * 1302-1471 -> 1125-1194. Tiles of 64 x 64 did 5-10% worse, of 32 x 64 2x worse; for f64
+ * (strips already a line high) tiles of 128 or 256 rows lost (a.t() + b [2048, 2048] 0.56x ->
+ * 0.50-0.51x of contiguous), and other element sizes were not measured: they keep the strips. */
 enum { TILE_STRIPS = 16, TILE_PANEL = 128 };
 
 /* Strips run at a time over each panel (it->tile_strips), or 0 for all of them. */
 static int64_t
 tile_strips(const iter *it)
 {
-    if (!it->prefetch || it->panel > 0 || strip_rows(it) != 2 * YT__BLOCK ||
-        !columns_share_sets(it))
-        return 0;
-    for (int k = 1; k < it->n_ops; k++)
-        if (!transposed_input(it, k))
-            return 0;
-    return TILE_STRIPS;
+    return it->prefetch && it->panel == 0 && strip_rows(it) == 2 * YT__BLOCK &&
+                   columns_share_sets(it)
+               ? TILE_STRIPS
+               : 0;
 }
 
 /* Columns per panel of the blocked traversal, or 0 for all of them. */

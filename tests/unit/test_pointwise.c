@@ -1447,8 +1447,8 @@ check_block_panels(yt_dtype dtype, int64_t cache)
     cr_assert_eq(yt_add_(acc, xt), YT_OK, "%s", yt_errmsg());
     expect_grid(acc, want, R, C, "y.add_(x.t()), columns 2 KiB apart", dtype, cache);
 
-    /* x.t() alone, which 4-byte elements from memory take in tiles of strips (tile_strips): 32
-     * strips of 16 rows, the last of 13, in groups of 16, split between threads at 2 */
+    /* x.t() alone; from memory, 4-byte elements go in tiles of strips (tile_strips), as the sums
+     * above: 32 strips of 16 rows, the last of 13, in groups of 16, split between threads at 2 */
     const int threads_before = yt_get_num_threads();
     for (int threads = 1; threads <= 2; threads++) {
         cr_assert_eq(yt_set_num_threads(threads), YT_OK, "%s", yt_errmsg());
