@@ -894,17 +894,23 @@ columns_share_sets(const iter *it)
  * 10557-10567; two threads, a.t().contiguous() [2048, 2048] 963-968 -> 715-729, a.t() + b
  * 1302-1471 -> 1125-1194. Tiles of 64 x 64 did 5-10% worse, of 32 x 64 2x worse; for f64
  * (strips already a line high) tiles of 128 or 256 rows lost (a.t() + b [2048, 2048] 0.56x ->
- * 0.50-0.51x of contiguous), and other element sizes were not measured: they keep the strips. */
+ * 0.50-0.51x of contiguous), and other element sizes were not measured: they keep the strips.
+ * Other column strides take tiles too while the operands fit half the last-level cache (from L3,
+ * the fetches ahead on): f32, one thread, four alternations, a.t() + b [1048, 1000] 302-305 ->
+ * 278-287 us, [1100, 1100] 391-413 -> 356-378, [1400, 800] 327-332 -> 288-294, [900, 1000]
+ * 273-274 -> 239-249; a.t().contiguous() [1100, 1100] 296-300 -> 241-263; two threads, a.t() + b
+ * [1048, 1000] 158-160 -> 152-155. Past that they tied or lost (a.t() + b [2000, 1000], 24 MB,
+ * 628-641 -> 674-807 us; [10000, 1000] 4484-5071 -> 4686-5465). */
 enum { TILE_STRIPS = 16, TILE_PANEL = 128 };
 
-/* Strips run at a time over each panel (it->tile_strips), or 0 for all of them. */
+/* Strips run at a time over each panel (it->tile_strips), or 0 for all of them, for operands of
+ * `bytes` in all. */
 static int64_t
-tile_strips(const iter *it)
+tile_strips(const iter *it, int64_t bytes)
 {
-    return it->prefetch && it->panel == 0 && strip_rows(it) == 2 * YT__BLOCK &&
-                   columns_share_sets(it)
-               ? TILE_STRIPS
-               : 0;
+    if (!it->prefetch || it->panel > 0 || strip_rows(it) != 2 * YT__BLOCK)
+        return 0;
+    return columns_share_sets(it) || bytes <= yt__cache_bytes() / 2 ? TILE_STRIPS : 0;
 }
 
 /* Columns per panel of the blocked traversal, or 0 for all of them. */
@@ -1362,7 +1368,7 @@ pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, yt__
         it.fetch_out = !it.prefetch && bytes > yt__l2_bytes() && yt__has_prefetchw();
         it.nontemporal = writes_out && nontemporal_output(&it, bytes, bound);
         it.panel = packed_panel(&it, bytes);
-        it.tile_strips = tile_strips(&it);
+        it.tile_strips = tile_strips(&it, bytes);
         it.height = strip_height(&it);
         it.block_panel = block_panel(&it);
         int64_t strips = numel / it.sizes[0] / it.sizes[1] * strip_count(it.sizes[1], it.height);

@@ -1329,12 +1329,14 @@ check_each(void (*check)(yt_dtype, int64_t), const yt_dtype *dtypes, size_t n_dt
 }
 
 /* check_blocked_ops for every element size the blocks copy in registers or element by element,
- * with and without the prefetches (the cache size forced to 64 KiB besides the machine's). */
+ * with and without the prefetches (the cache size forced to 64 KiB besides the machine's), and
+ * with a 1.5 MiB cache, which half holds the 4-byte sums (537 KB): those go in tiles of strips
+ * (runtime/pointwise.c, tile_strips). */
 Test(pointwise, generated_loops_in_block_form)
 {
     const yt_dtype dtypes[] = {YT_DTYPE_U8,  YT_DTYPE_F16, YT_DTYPE_BF16, YT_DTYPE_I32,
                                YT_DTYPE_F32, YT_DTYPE_I64, YT_DTYPE_F64};
-    const int64_t caches[] = {0, 64 << 10};
+    const int64_t caches[] = {0, 64 << 10, 3 << 19};
     check_each(check_blocked_ops, dtypes, sizeof dtypes / sizeof dtypes[0], caches,
                sizeof caches / sizeof caches[0]);
     YT_ASSERT_NO_LEAKS();
