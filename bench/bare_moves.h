@@ -31,11 +31,11 @@ bare_has_avx512(void)
            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
 }
 
-/* Columns the AVX-512 loops take of a row of `cols` (a multiple of 16 of them), 0 without it. */
+/* Columns the AVX-512 loops take of a row of `cols` (a multiple of their `lanes`), 0 without it. */
 static int64_t
-bare_wide_columns(int64_t cols)
+bare_wide_columns(int64_t cols, int64_t lanes)
 {
-    return bare_has_avx512() ? cols / 16 * 16 : 0;
+    return bare_has_avx512() ? cols / lanes * lanes : 0;
 }
 
 /* A permute's index vector whose lane l is f(l) */
@@ -120,7 +120,7 @@ BARE_TARGET static void
 bare_stepped_in_f32(float *out, const float *in, const float *b, int64_t rows, int64_t cols,
                     int64_t in_row, int step, bool stream)
 {
-    const int64_t wide = bare_wide_columns(cols);
+    const int64_t wide = bare_wide_columns(cols, 16);
     if (wide > 0)
         bare512_stepped_in_f32(out, in, b, rows, cols, wide, in_row, step, stream);
     const __m256 sign = _mm256_set1_ps(-0.0f);
@@ -165,7 +165,7 @@ bare_step2_add_f64(double *out, const double *in, const double *b, int64_t rows,
                    int64_t in_row, bool stream)
 {
     /* 8 doubles a vector: a multiple of 8 of the columns */
-    const int64_t wide = bare_has_avx512() ? cols / 8 * 8 : 0;
+    const int64_t wide = bare_wide_columns(cols, 8);
     if (wide > 0)
         bare512_step2_add_f64(out, in, b, rows, cols, wide, in_row, stream);
     for (int64_t r = 0; r < rows; r++) {
@@ -225,7 +225,7 @@ BARE_TARGET static void
 bare_step2_out_f32(float *out, const float *x, float scale, int64_t rows, int64_t cols,
                    int64_t out_row)
 {
-    const int64_t wide = bare_wide_columns(cols);
+    const int64_t wide = bare_wide_columns(cols, 16);
     if (wide > 0)
         bare512_step2_out_f32(out, x, scale, rows, cols, wide, out_row);
     const __m256 sign = _mm256_set1_ps(-0.0f), factor = _mm256_set1_ps(scale);
