@@ -77,7 +77,8 @@ enum { YT__STEPPED_AHEAD = 4096 };
  * library and this one alternately (Zen 3): exp(a[:, ::3]) [10000, 1000] f32 0.46-0.53x ->
  * 0.50-0.61x, a[:, ::2] *= 1 0.43-0.48x -> 0.48-0.60x; other stepped cases and sizes moved within
  * their noise, and 2 or 8 KiB ahead did as well. From the caches they only cost, so the caller
- * asks for them only where the operands come from memory (runtime/pointwise.c, it->prefetch).
+ * asks for them only where the operands come from memory (runtime/pointwise.c, it->prefetch), and
+ * not in place on one stream (reads_only_output there).
  * On Zen 4, one thread, a[:, ::2] *= 1 with the fetches and without: [65, 1000] f32 6.8-7.3 ->
  * 5.0-5.3 us, [1048, 1000] 134-137 -> 86-92 us; at [10000, 1000] they still helped exp(a[:, ::3])
  * (0.62-0.65x of contiguous against 0.57-0.58x) and a[:, ::2] + b (0.72-0.74x against
