@@ -1,0 +1,497 @@
+/* Pointwise ops and reductions on random layouts against an element-by-element reference. The
+ * pointwise runtime picks among many traversals by the operands' strides, sizes, the cache size
+ * and the instruction set (blocks and tiles for transposed inputs, packed panels, stepped forms,
+ * staged rows, streamed outputs), as the reductions pick among their plans, and the targeted
+ * tests (test_pointwise.c, test_reduce.c) pin each one at its chosen shapes. These sweeps cross
+ * them at random, from a fixed seed so that a failure reproduces: each case draws a shape of 1 to
+ * 4 dims, lays every operand out its own way (dims permuted, every 2nd or 3rd element along a
+ * dim, a start past the first, broadcast dims), and runs one op (functional, out= into a laid-out
+ * view, or in place) under a drawn cache size, thread count and instruction set. Values are small
+ * integers, so every dtype holds each result exactly and the reference (computed in double from
+ * the operands' own strides) must match bit for bit; exp, the one inexact op, is checked to a few
+ * units in the last place. Elements of an output's storage outside its view must keep their
+ * value. A failure names the case, its setting and every operand's strides. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include <criterion/criterion.h>
+
+#include "cpu_isa.h"
+#include "test_util.h"
+
+void yt__set_cache_bytes(int64_t bytes); /* runtime/internal.h */
+void yt__parallel_set_always(bool on);   /* runtime/parallel.h */
+
+enum {
+    CASES = 1000,
+    MAX_DIMS = 4,
+    MAX_NUMEL = 1 << 17, /* elements of an op's shape */
+    /* elements of an operand's storage: a layout whose steps take it past this is drawn again
+     * with steps of 1 */
+    MAX_BASE = 1 << 19,
+    POISON = 99, /* what an output's storage holds outside its view */
+};
+
+/* splitmix64: a fixed, portable stream, so a case number names the same case everywhere. */
+typedef struct draw {
+    uint64_t state;
+} draw;
+
+static uint64_t
+next_bits(draw *d)
+{
+    uint64_t z = (d->state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* A number in [0, n). */
+static int64_t
+pick(draw *d, int64_t n)
+{
+    return (int64_t)(next_bits(d) % (uint64_t)n);
+}
+
+/* Sizes around the traversals' thresholds: vector widths (8, 16), blocks (8, 16), a line of
+ * elements, staged and gathered rows (under and over 128), power-of-two rows (rows 2 KiB or
+ * more apart share cache sets). */
+static const int64_t SIZES[] = {0,   1,   2,   3,   5,   7,    8,    9,   15,  16,
+                                17,  31,  32,  33,  63,  64,   65,   100, 127, 128,
+                                129, 255, 256, 257, 512, 1000, 1024, 2048};
+
+/* An operand of a case: its storage, contiguous, with its values as doubles, and its view of the
+ * case's shape (broadcast dims of stride 0 among them). */
+typedef struct operand {
+    yt_tensor *base;
+    double *values;
+    int64_t base_numel;
+    yt_tensor *view;
+    char layout[96]; /* how the view was cut, for messages */
+} operand;
+
+/* Cuts `op` of `sizes` (nd dims) out of new storage of `dtype`: the dims in a drawn order, each
+ * drawn to step 1, 2 or 3 elements and to start 0 or 1 in; with `broadcast`, some dims of size
+ * 1 expanded. Values are drawn in [lo, hi] (booleans for YT_DTYPE_BOOL). */
+static void
+lay_out(operand *op, draw *d, const int64_t *sizes, int nd, yt_dtype dtype, bool broadcast, int lo,
+        int hi)
+{
+    int64_t perm[MAX_DIMS], step[MAX_DIMS], start[MAX_DIMS], own[MAX_DIMS], phys[MAX_DIMS];
+    for (int i = 0; i < nd; i++)
+        perm[i] = i;
+    for (int i = nd - 1; i > 0; i--) { /* Fisher-Yates */
+        const int j = (int)pick(d, i + 1);
+        const int64_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    const bool in_order = pick(d, 3) == 0; /* a third keep the dims in order */
+    int64_t base_numel = 1;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        base_numel = 1;
+        for (int p = 0; p < nd; p++) {
+            const int dim = in_order ? p : (int)perm[p];
+            own[dim] = broadcast && pick(d, 4) == 0 ? 1 : sizes[dim];
+            const int64_t kind = pick(d, 9); /* steps 1, 2, 3 six, two and one times in 9 */
+            step[dim] = attempt == 0 ? 1 + (kind >= 6) + (kind == 8) : 1;
+            start[dim] = attempt == 0 ? pick(d, 6) == 0 : 0;
+            phys[p] = start[dim] + own[dim] * step[dim];
+            base_numel *= phys[p];
+        }
+        if (base_numel <= MAX_BASE)
+            break;
+    }
+    op->base_numel = base_numel;
+    op->values = malloc((size_t)(base_numel > 0 ? base_numel : 1) * sizeof(double));
+    cr_assert_not_null(op->values);
+    for (int64_t i = 0; i < base_numel; i++)
+        op->values[i] =
+            dtype == YT_DTYPE_BOOL ? (double)pick(d, 2) : (double)(lo + pick(d, hi - lo + 1));
+    yt_tensor *f64 = yt_tensor_from_data(op->values, phys, nd, YT_DTYPE_F64);
+    cr_assert_not_null(f64, "%s", yt_errmsg());
+    op->base = yt_to(f64, dtype);
+    yt_release(f64);
+    cr_assert_not_null(op->base, "%s", yt_errmsg());
+
+    /* physical dim p holds dim perm[p]: slice each, then permute the dims into order */
+    yt_tensor *v = yt_retain(op->base);
+    int64_t order[MAX_DIMS];
+    for (int p = 0; p < nd; p++) {
+        const int dim = in_order ? p : (int)perm[p];
+        order[dim] = p;
+        yt_tensor *s = yt_slice_ex(v, p, start[dim], start[dim] + own[dim] * step[dim], step[dim]);
+        cr_assert_not_null(s, "%s", yt_errmsg());
+        yt_release(v);
+        v = s;
+    }
+    yt_tensor *permuted = yt_permute(v, order, nd);
+    cr_assert_not_null(permuted, "%s", yt_errmsg());
+    yt_release(v);
+    op->view = yt_expand(permuted, sizes, nd);
+    cr_assert_not_null(op->view, "%s", yt_errmsg());
+    yt_release(permuted);
+
+    int at = snprintf(op->layout, sizeof op->layout, "%s strides [", yt_dtype_name(dtype));
+    for (int i = 0; i < nd && at < (int)sizeof op->layout; i++)
+        at += snprintf(op->layout + at, sizeof op->layout - (size_t)at, "%s%lld", i ? ", " : "",
+                       (long long)yt_tensor_stride(op->view, i));
+    if (at < (int)sizeof op->layout)
+        snprintf(op->layout + at, sizeof op->layout - (size_t)at, "] offset %lld",
+                 (long long)yt_tensor_offset(op->view));
+}
+
+static void
+release_operand(operand *op)
+{
+    yt_release(op->view);
+    yt_release(op->base);
+    free(op->values);
+}
+
+/* The storage index of `view`'s element at the flat row-major index `flat`. */
+static int64_t
+storage_index(const yt_tensor *view, int64_t flat)
+{
+    const int nd = yt_tensor_dim(view);
+    int64_t at = yt_tensor_offset(view);
+    for (int i = nd - 1; i >= 0; i--) {
+        const int64_t size = yt_tensor_size(view, i);
+        at += flat % size * yt_tensor_stride(view, i);
+        flat /= size;
+    }
+    return at;
+}
+
+/* The ops of the sweep. */
+typedef enum op_kind {
+    OP_ADD,         /* yt_add(x, y) */
+    OP_ADD_OUT,     /* yt_add_out(out, x, y) into a laid-out view */
+    OP_NEG_OUT,     /* yt_neg_out(out, x) into a laid-out view */
+    OP_ADD_INPLACE, /* x.add_(y), x laid out (not broadcast) */
+    OP_MUL_INPLACE, /* x.mul_(3) */
+    OP_WHERE,       /* yt_where(cond, x, y) */
+    OP_EXP_OUT,     /* yt_exp_out(out, x), floating dtypes */
+    OP_CLONE,       /* yt_clone(x) */
+    OP_POINTWISE_KINDS,
+    OP_SUM = OP_POINTWISE_KINDS, /* yt_sum_dim_ex(x, dims) */
+    OP_AMAX,                     /* yt_amax_ex(x, dims) */
+    OP_KINDS,
+} op_kind;
+
+static const char *const OP_NAMES[OP_KINDS] = {
+    "add", "add_out", "neg_out", "add_", "mul_(3)", "where", "exp_out", "clone", "sum", "amax",
+};
+
+/* One case's setting, for messages. */
+typedef struct setting {
+    int number;
+    op_kind op;
+    yt_dtype dtype;
+    int nd;
+    int64_t sizes[MAX_DIMS];
+    int64_t cache;
+    int threads;
+    yt__isa isa;
+    char operands[512]; /* their layouts */
+} setting;
+
+static void
+describe(const setting *s, char *buf, size_t n)
+{
+    int at = snprintf(buf, n, "case %d: %s %s, shape [", s->number, OP_NAMES[s->op],
+                      yt_dtype_name(s->dtype));
+    for (int i = 0; i < s->nd; i++)
+        at += snprintf(buf + at, n - (size_t)at, "%s%lld", i ? ", " : "", (long long)s->sizes[i]);
+    static const char *const ISA_NAMES[] = {"plain", "AVX2", "AVX-512"};
+    snprintf(buf + at, n - (size_t)at, "], cache %lld, %d threads, %s; %s", (long long)s->cache,
+             s->threads, ISA_NAMES[s->isa], s->operands);
+}
+
+/* Whether got equals want: exactly, or for exp within a few units in the last place of dtype. */
+static bool
+agrees(double got, double want, op_kind op, yt_dtype dtype)
+{
+    if (op != OP_EXP_OUT)
+        return got == want;
+    const double ulp = dtype == YT_DTYPE_F64 ? 0x1p-52 : 0x1p-23;
+    return fabs(got - want) <= 4 * ulp * fabs(want);
+}
+
+/* Checks `storage`, as f64: `view`'s elements (flat index i at storage_index) against want[i],
+ * the rest against `outside`. A functional op's result is its own storage and view, read in
+ * its elements' order (outside NULL). */
+static void
+expect_storage(const setting *s, yt_tensor *storage, const yt_tensor *view, const double *want,
+               const double *outside)
+{
+    const int64_t n = yt_tensor_numel(storage), numel = yt_tensor_numel(view);
+    double *got = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    bool *in_view = calloc((size_t)(n > 0 ? n : 1), sizeof(bool));
+    cr_assert(got != NULL && in_view != NULL);
+    cr_assert_eq(yt_tensor_copy_to(storage, got, (size_t)n * sizeof(double), YT_DTYPE_F64), YT_OK,
+                 "%s", yt_errmsg());
+    char what[1024];
+    for (int64_t i = 0; i < numel; i++) {
+        const int64_t at = view == storage ? i : storage_index(view, i);
+        in_view[at] = true;
+        if (!agrees(got[at], want[i], s->op, s->dtype)) {
+            describe(s, what, sizeof what);
+            cr_assert_fail("%s: element %lld (storage %lld) got %.17g, want %.17g", what,
+                           (long long)i, (long long)at, got[at], want[i]);
+        }
+    }
+    for (int64_t at = 0; outside != NULL && at < n; at++) {
+        if (!in_view[at] && got[at] != outside[at]) {
+            describe(s, what, sizeof what);
+            cr_assert_fail("%s: storage %lld outside the output's view got %.17g, want %.17g", what,
+                           (long long)at, got[at], outside[at]);
+        }
+    }
+    free(in_view);
+    free(got);
+}
+
+/* The operand's value at the op's flat index i. */
+static double
+value_at(const operand *op, int64_t i)
+{
+    return op->values[storage_index(op->view, i)];
+}
+
+/* Draws case `number`'s shape (1 to 4 dims; a quarter of them [16 to 256, 256 to 2048], rows a
+ * power of two long, whose lines share cache sets: the packed traversal's and the tiles' shapes)
+ * and setting (cache size, threads, instruction set), and puts the setting in force. */
+static void
+draw_setting(setting *s, draw *d)
+{
+    static const int DIMS[] = {1, 2, 2, 2, 2, 3, 3, 4}; /* mostly 2: the traversals' main case */
+    static const int64_t CACHES[] = {0, 64 << 10, 3 << 19, 4 << 20};
+    s->nd = DIMS[pick(d, sizeof DIMS / sizeof DIMS[0])];
+    int64_t numel = 1;
+    for (int i = 0; i < s->nd; i++) {
+        s->sizes[i] = SIZES[1 + pick(d, sizeof SIZES / sizeof SIZES[0] - 1)];
+        numel *= s->sizes[i];
+    }
+    if (pick(d, 4) == 0) {
+        s->nd = 2;
+        s->sizes[0] = SIZES[9 + pick(d, 14)];
+        s->sizes[1] = (int64_t)256 << pick(d, 4);
+        numel = s->sizes[0] * s->sizes[1];
+    }
+    while (numel > MAX_NUMEL) { /* halve the largest dim until the shape fits */
+        int largest = 0;
+        for (int i = 1; i < s->nd; i++)
+            largest = s->sizes[i] > s->sizes[largest] ? i : largest;
+        numel = numel / s->sizes[largest] * (s->sizes[largest] / 2);
+        s->sizes[largest] /= 2;
+    }
+    if (pick(d, 40) == 0)
+        s->sizes[pick(d, s->nd)] = 0; /* now and then an empty op */
+    s->cache = CACHES[pick(d, sizeof CACHES / sizeof CACHES[0])];
+    s->threads = 1 + (int)pick(d, 2);
+    s->isa = (yt__isa)pick(d, YT__ISA_AVX512 + 1); /* the plain loops, AVX2's, AVX-512's */
+
+    yt__set_cache_bytes(s->cache);
+    cr_assert_eq(yt_set_num_threads(s->threads), YT_OK);
+    yt__parallel_set_always(s->threads > 1); /* split even small work, partway along rows */
+    yt__cap_cpu_isa(s->isa);
+}
+
+/* Runs `run` on every case number, then puts the machine's setting back. */
+static void
+sweep(void (*run)(int number))
+{
+    const int threads_before = yt_get_num_threads();
+    for (int number = 0; number < CASES; number++)
+        run(number);
+    yt__cap_cpu_isa(YT__ISA_AVX512);
+    yt__parallel_set_always(false);
+    yt__set_cache_bytes(0);
+    cr_assert_eq(yt_set_num_threads(threads_before), YT_OK);
+    YT_ASSERT_NO_LEAKS();
+}
+
+static void
+run_case(int number)
+{
+    static const yt_dtype DTYPES[] = {YT_DTYPE_F32, YT_DTYPE_F64, YT_DTYPE_F16, YT_DTYPE_BF16,
+                                      YT_DTYPE_I8,  YT_DTYPE_I32, YT_DTYPE_I64};
+    draw d = {(uint64_t)number * 0x2545F4914F6CDD1Dull + 1};
+    setting s = {.number = number};
+    s.dtype = DTYPES[pick(&d, sizeof DTYPES / sizeof DTYPES[0])];
+    const bool floating = s.dtype == YT_DTYPE_F32 || s.dtype == YT_DTYPE_F64;
+    do
+        s.op = (op_kind)pick(&d, OP_POINTWISE_KINDS);
+    while (s.op == OP_EXP_OUT && !floating);
+    draw_setting(&s, &d);
+
+    const bool in_place = s.op == OP_ADD_INPLACE || s.op == OP_MUL_INPLACE;
+    const bool binary = s.op == OP_ADD || s.op == OP_ADD_OUT || s.op == OP_ADD_INPLACE;
+    const bool into_out = s.op == OP_ADD_OUT || s.op == OP_NEG_OUT || s.op == OP_EXP_OUT;
+    operand x = {0}, y = {0}, cond = {0}, out = {0};
+    lay_out(&x, &d, s.sizes, s.nd, s.dtype, !in_place, -15, 15);
+    if (binary || s.op == OP_WHERE)
+        lay_out(&y, &d, s.sizes, s.nd, s.dtype, true, -15, 15);
+    if (s.op == OP_WHERE)
+        lay_out(&cond, &d, s.sizes, s.nd, YT_DTYPE_BOOL, true, 0, 1);
+    if (into_out)
+        lay_out(&out, &d, s.sizes, s.nd, s.dtype, false, POISON, POISON);
+    snprintf(s.operands, sizeof s.operands, "x %s, y %s, cond %s, out %s", x.layout,
+             y.view != NULL ? y.layout : "-", cond.view != NULL ? cond.layout : "-",
+             out.view != NULL ? out.layout : "-");
+    const int64_t numel = yt_tensor_numel(x.view);
+    double *want = malloc((size_t)(numel > 0 ? numel : 1) * sizeof(double));
+    cr_assert_not_null(want);
+    for (int64_t i = 0; i < numel; i++) {
+        const double a = value_at(&x, i), b = y.view != NULL ? value_at(&y, i) : 0;
+        switch (s.op) {
+        case OP_ADD:
+        case OP_ADD_OUT:
+        case OP_ADD_INPLACE:
+            want[i] = a + b;
+            break;
+        case OP_NEG_OUT:
+            want[i] = -a;
+            break;
+        case OP_MUL_INPLACE:
+            want[i] = a * 3;
+            break;
+        case OP_WHERE:
+            want[i] = value_at(&cond, i) != 0 ? a : b;
+            break;
+        case OP_EXP_OUT:
+            want[i] = s.dtype == YT_DTYPE_F32 ? (double)expf((float)a) : exp(a);
+            break;
+        default:
+            want[i] = a;
+            break;
+        }
+    }
+
+    char what[1024];
+    describe(&s, what, sizeof what);
+    yt_status status = YT_OK;
+    yt_tensor *result = NULL;
+    switch (s.op) {
+    case OP_ADD:
+        result = yt_add(x.view, y.view);
+        break;
+    case OP_WHERE:
+        result = yt_where(cond.view, x.view, y.view);
+        break;
+    case OP_CLONE:
+        result = yt_clone(x.view);
+        break;
+    case OP_ADD_OUT:
+        status = yt_add_out(out.view, x.view, y.view);
+        break;
+    case OP_NEG_OUT:
+        status = yt_neg_out(out.view, x.view);
+        break;
+    case OP_EXP_OUT:
+        status = yt_exp_out(out.view, x.view);
+        break;
+    case OP_ADD_INPLACE:
+        status = yt_add_(x.view, y.view);
+        break;
+    default:
+        status = yt_mul_scalar_(x.view, yt_int(3));
+        break;
+    }
+    cr_assert(status == YT_OK && (result != NULL || into_out || in_place), "%s: %s", what,
+              yt_errmsg());
+    if (result != NULL) {
+        expect_storage(&s, result, result, want, NULL);
+        yt_release(result);
+    } else if (into_out) {
+        expect_storage(&s, out.base, out.view, want, out.values);
+    } else if (in_place) {
+        expect_storage(&s, x.base, x.view, want, x.values);
+    }
+    free(want);
+    release_operand(&out);
+    release_operand(&cond);
+    release_operand(&y);
+    release_operand(&x);
+}
+
+Test(layouts, pointwise_ops_on_random_layouts_match_the_reference)
+{
+    sweep(run_case);
+}
+
+/* A reduction on a random layout: sum or amax over a drawn, non-empty set of dims, keepdim drawn.
+ * Sums of at most 2^17 integers of magnitude 15 are exact in every summed dtype whatever the
+ * order of the additions (f16 and bf16, which would round partial sums, are left out of sum). */
+static void
+run_reduction_case(int number)
+{
+    static const yt_dtype DTYPES[] = {YT_DTYPE_F32, YT_DTYPE_F64, YT_DTYPE_F16, YT_DTYPE_BF16,
+                                      YT_DTYPE_I8,  YT_DTYPE_I32, YT_DTYPE_I64};
+    draw d = {(uint64_t)number * 0x9E3779B97F4A7C15ull + 7};
+    setting s = {.number = number};
+    s.dtype = DTYPES[pick(&d, sizeof DTYPES / sizeof DTYPES[0])];
+    draw_setting(&s, &d);
+    int64_t dims[MAX_DIMS];
+    int n_dims = 0;
+    const int64_t mask = 1 + pick(&d, (1 << s.nd) - 1); /* which dims: never none */
+    bool empty_reduced = false;
+    for (int i = 0; i < s.nd; i++)
+        if ((mask >> i) & 1) {
+            dims[n_dims++] = pick(&d, 2) ? i : i - s.nd; /* negative ones count from the end */
+            empty_reduced = empty_reduced || s.sizes[i] == 0;
+        }
+    const bool keepdim = pick(&d, 2);
+    /* amax over an empty dim is an error: those are summed, in f32 for the half types */
+    if ((s.dtype == YT_DTYPE_F16 || s.dtype == YT_DTYPE_BF16) && empty_reduced)
+        s.dtype = YT_DTYPE_F32;
+    const bool half = s.dtype == YT_DTYPE_F16 || s.dtype == YT_DTYPE_BF16;
+    s.op = !empty_reduced && (half || pick(&d, 2)) ? OP_AMAX : OP_SUM;
+    const bool amax = s.op == OP_AMAX;
+
+    operand x = {0};
+    lay_out(&x, &d, s.sizes, s.nd, s.dtype, true, -15, 15);
+    snprintf(s.operands, sizeof s.operands, "dims mask %lld%s, x %s", (long long)mask,
+             keepdim ? " keepdim" : "", x.layout);
+
+    /* the result's elements: the shape with the reduced dims taken to size 1 */
+    int64_t out_numel = 1, out_sizes[MAX_DIMS];
+    for (int i = 0; i < s.nd; i++) {
+        out_sizes[i] = (mask >> i) & 1 ? 1 : s.sizes[i];
+        out_numel *= out_sizes[i];
+    }
+    double *want = malloc((size_t)(out_numel > 0 ? out_numel : 1) * sizeof(double));
+    cr_assert_not_null(want);
+    for (int64_t o = 0; o < out_numel; o++)
+        want[o] = amax ? -INFINITY : 0;
+    const int64_t numel = yt_tensor_numel(x.view);
+    for (int64_t i = 0; i < numel; i++) {
+        int64_t o = 0, rest = i, scale = 1;
+        for (int k = s.nd - 1; k >= 0; k--) {
+            const int64_t idx = rest % s.sizes[k];
+            rest /= s.sizes[k];
+            o += ((mask >> k) & 1 ? 0 : idx) * scale;
+            scale *= out_sizes[k];
+        }
+        const double v = value_at(&x, i);
+        want[o] = amax ? (v > want[o] ? v : want[o]) : want[o] + v;
+    }
+
+    char what[1024];
+    describe(&s, what, sizeof what);
+    yt_tensor *result = amax ? yt_amax_ex(x.view, dims, n_dims, keepdim)
+                             : yt_sum_dim_ex(x.view, dims, n_dims, keepdim, YT_DTYPE_NONE);
+    cr_assert_not_null(result, "%s: %s", what, yt_errmsg());
+    cr_assert_eq(yt_tensor_numel(result), out_numel, "%s: numel", what);
+    cr_assert_eq(yt_tensor_dim(result), keepdim ? s.nd : s.nd - n_dims, "%s: dims", what);
+    expect_storage(&s, result, result, want, NULL);
+    yt_release(result);
+    free(want);
+    release_operand(&x);
+}
+
+Test(layouts, reductions_on_random_layouts_match_the_reference)
+{
+    sweep(run_reduction_case);
+}
