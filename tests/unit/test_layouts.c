@@ -1,8 +1,10 @@
-/* Pointwise ops and reductions on random layouts against an element-by-element reference. The
- * pointwise runtime picks among many traversals by the operands' strides, sizes, the cache size
- * and the instruction set (blocks and tiles for transposed inputs, packed panels, stepped forms,
- * staged rows, streamed outputs), as the reductions pick among their plans, and the targeted
- * tests (test_pointwise.c, test_reduce.c) pin each one at its chosen shapes. These sweeps cross
+/* Pointwise ops, reductions and element moves (cat, flip, roll, index_select, gather, tril) on
+ * random layouts against an element-by-element reference. The pointwise runtime picks among many
+ * traversals by the operands' strides, sizes, the cache size and the instruction set (blocks and
+ * tiles for transposed inputs, packed panels, stepped forms, staged rows, streamed outputs), as
+ * the reductions pick among their plans and the moves between memcpy and the pointwise copy, and
+ * the targeted tests (test_pointwise.c, test_reduce.c, test_shape.c) pin each one at its chosen
+ * shapes. These sweeps cross
  * them at random, from a fixed seed so that a failure reproduces: each case draws a shape of 1 to
  * 4 dims, lays every operand out its own way (dims permuted, every 2nd or 3rd element along a
  * dim, a start past the first, broadcast dims), and runs one op (functional, out= into a laid-out
@@ -176,11 +178,18 @@ typedef enum op_kind {
     OP_POINTWISE_KINDS,
     OP_SUM = OP_POINTWISE_KINDS, /* yt_sum_dim_ex(x, dims) */
     OP_AMAX,                     /* yt_amax_ex(x, dims) */
+    OP_CAT,                      /* yt_cat_ex({x, ...}, dim), the others laid out their own way */
+    OP_FLIP,                     /* yt_flip(x, dims) */
+    OP_ROLL,                     /* yt_roll_ex(x, shifts, dims), or over the flattened x */
+    OP_INDEX_SELECT,             /* yt_index_select(x, dim, index) */
+    OP_GATHER,                   /* yt_gather(x, dim, index) */
+    OP_TRIL,                     /* yt_tril_ex / yt_triu_ex(x, diagonal) */
     OP_KINDS,
 } op_kind;
 
 static const char *const OP_NAMES[OP_KINDS] = {
-    "add", "add_out", "neg_out", "add_", "mul_(3)", "where", "exp_out", "clone", "sum", "amax",
+    "add", "add_out", "neg_out", "add_", "mul_(3)", "where",        "exp_out", "clone",
+    "sum", "amax",    "cat",     "flip", "roll",    "index_select", "gather",  "tril",
 };
 
 /* One case's setting, for messages. */
@@ -250,6 +259,26 @@ expect_storage(const setting *s, yt_tensor *storage, const yt_tensor *view, cons
     }
     free(in_view);
     free(got);
+}
+
+/* The coordinates of the flat row-major index `flat` in `sizes` (nd dims). */
+static void
+coordinates(int64_t flat, const int64_t *sizes, int nd, int64_t *coords)
+{
+    for (int i = nd - 1; i >= 0; i--) {
+        coords[i] = flat % sizes[i];
+        flat /= sizes[i];
+    }
+}
+
+/* The operand's value at `coords` of its view. */
+static double
+value_at_coords(const operand *op, const int64_t *coords)
+{
+    int64_t at = yt_tensor_offset(op->view);
+    for (int i = 0; i < yt_tensor_dim(op->view); i++)
+        at += coords[i] * yt_tensor_stride(op->view, i);
+    return op->values[at];
 }
 
 /* The operand's value at the op's flat index i. */
@@ -494,4 +523,170 @@ run_reduction_case(int number)
 Test(layouts, reductions_on_random_layouts_match_the_reference)
 {
     sweep(run_reduction_case);
+}
+
+/* An op that moves elements (no arithmetic) on random layouts: cat of 2 or 3 operands along a
+ * drawn dim (the others as long as 0 to 17 there, each laid out its own way), flip over a drawn
+ * set of dims, roll by drawn shifts (or over the flattened tensor), index_select and gather with
+ * drawn indices (the index laid out like any operand), tril or triu with a drawn diagonal. */
+static void
+run_move_case(int number)
+{
+    static const yt_dtype DTYPES[] = {YT_DTYPE_F32, YT_DTYPE_F64, YT_DTYPE_F16, YT_DTYPE_BF16,
+                                      YT_DTYPE_I8,  YT_DTYPE_I32, YT_DTYPE_I64};
+    static const int64_t PART_SIZES[] = {0, 1, 2, 3, 7, 16, 17};
+    static const int64_t INDEX_SIZES[] = {0, 1, 2, 5, 17, 64};
+    draw d = {(uint64_t)number * 0xD1B54A32D192ED03ull + 3};
+    setting s = {.number = number};
+    s.dtype = DTYPES[pick(&d, sizeof DTYPES / sizeof DTYPES[0])];
+    s.op = (op_kind)(OP_CAT + pick(&d, OP_KINDS - OP_CAT));
+    draw_setting(&s, &d);
+    int64_t numel = 1;
+    for (int i = 0; i < s.nd; i++)
+        numel *= s.sizes[i];
+    const int dim = (int)pick(&d, s.nd);
+    if ((s.op == OP_INDEX_SELECT || s.op == OP_GATHER) && s.sizes[dim] == 0)
+        s.op = OP_FLIP; /* no index fits an empty dim */
+    if (s.op == OP_TRIL && s.nd < 2)
+        s.op = OP_FLIP;
+
+    operand x = {0}, parts[2] = {{0}}, index = {0};
+    lay_out(&x, &d, s.sizes, s.nd, s.dtype, true, -15, 15);
+    int64_t out_sizes[MAX_DIMS], part_sizes[2][MAX_DIMS], n_parts = 0;
+    memcpy(out_sizes, s.sizes, sizeof out_sizes);
+    int64_t dims_mask = 0, shifts[MAX_DIMS], dims[MAX_DIMS], n_dims = 0, diagonal = 0;
+    bool flat_roll = false, upper = false;
+    switch (s.op) {
+    case OP_CAT:
+        n_parts = 1 + pick(&d, 2);
+        for (int k = 0; k < n_parts; k++) {
+            memcpy(part_sizes[k], s.sizes, sizeof part_sizes[k]);
+            part_sizes[k][dim] = PART_SIZES[pick(&d, sizeof PART_SIZES / sizeof PART_SIZES[0])];
+            out_sizes[dim] += part_sizes[k][dim];
+            lay_out(&parts[k], &d, part_sizes[k], s.nd, s.dtype, true, -15, 15);
+        }
+        break;
+    case OP_FLIP:
+    case OP_ROLL:
+        dims_mask = 1 + pick(&d, (1 << s.nd) - 1); /* never none */
+        flat_roll = s.op == OP_ROLL && pick(&d, 4) == 0;
+        for (int i = 0; i < s.nd; i++) {
+            shifts[i] = pick(&d, 4 * s.sizes[i] + 1) - 2 * s.sizes[i];
+            if ((dims_mask >> i) & 1) {
+                shifts[n_dims] = shifts[i];
+                dims[n_dims++] = pick(&d, 2) ? i : i - s.nd; /* negative ones count from the end */
+            }
+        }
+        if (flat_roll)
+            shifts[0] = pick(&d, 4 * numel + 1) - 2 * numel;
+        break;
+    case OP_INDEX_SELECT:
+    case OP_GATHER: {
+        int64_t index_sizes[MAX_DIMS];
+        memcpy(index_sizes, s.sizes, sizeof index_sizes);
+        index_sizes[dim] = INDEX_SIZES[pick(&d, sizeof INDEX_SIZES / sizeof INDEX_SIZES[0])];
+        const int index_dims = s.op == OP_GATHER ? s.nd : 1;
+        lay_out(&index, &d, s.op == OP_GATHER ? index_sizes : &index_sizes[dim], index_dims,
+                YT_DTYPE_I64, true, 0, (int)s.sizes[dim] - 1);
+        out_sizes[dim] = index_sizes[dim];
+        break;
+    }
+    default:
+        upper = pick(&d, 2);
+        diagonal = pick(&d, 2 * s.sizes[s.nd - 1] + 3) - s.sizes[s.nd - 1] - 1;
+        break;
+    }
+    snprintf(s.operands, sizeof s.operands, "dim %d, dims mask %lld, diagonal %lld%s; x %s; %s %s",
+             dim, (long long)dims_mask, (long long)diagonal, upper ? " upper" : "", x.layout,
+             n_parts > 0 ? parts[0].layout : index.layout, n_parts > 1 ? parts[1].layout : "");
+
+    int64_t out_numel = 1;
+    for (int i = 0; i < s.nd; i++)
+        out_numel *= out_sizes[i];
+    double *want = malloc((size_t)(out_numel > 0 ? out_numel : 1) * sizeof(double));
+    cr_assert_not_null(want);
+    for (int64_t o = 0; o < out_numel; o++) {
+        int64_t c[MAX_DIMS];
+        coordinates(o, out_sizes, s.nd, c);
+        const operand *from = &x;
+        switch (s.op) {
+        case OP_CAT: { /* the part that holds c[dim], and c's place in it */
+            const int64_t *lengths[3] = {s.sizes, part_sizes[0], part_sizes[1]};
+            const operand *from_parts[3] = {&x, &parts[0], &parts[1]};
+            int k = 0;
+            while (c[dim] >= lengths[k][dim])
+                c[dim] -= lengths[k++][dim];
+            from = from_parts[k];
+            break;
+        }
+        case OP_FLIP:
+            for (int i = 0; i < s.nd; i++)
+                c[i] = (dims_mask >> i) & 1 ? s.sizes[i] - 1 - c[i] : c[i];
+            break;
+        case OP_ROLL:
+            if (flat_roll) {
+                const int64_t back = ((o - shifts[0]) % numel + numel) % numel;
+                coordinates(back, s.sizes, s.nd, c);
+                break;
+            }
+            for (int k = 0; k < n_dims; k++) {
+                const int64_t i = dims[k] < 0 ? dims[k] + s.nd : dims[k], n = s.sizes[i];
+                c[i] = ((c[i] - shifts[k]) % n + n) % n;
+            }
+            break;
+        case OP_INDEX_SELECT: {
+            const int64_t at = c[dim];
+            c[dim] = (int64_t)value_at_coords(&index, &at);
+            break;
+        }
+        case OP_GATHER:
+            c[dim] = (int64_t)value_at_coords(&index, c);
+            break;
+        default:
+            break;
+        }
+        const int64_t above = c[s.nd - 1] - c[s.nd - 2 >= 0 ? s.nd - 2 : 0];
+        const bool zeroed = s.op == OP_TRIL && (upper ? above < diagonal : above > diagonal);
+        want[o] = zeroed ? 0 : value_at_coords(from, c);
+    }
+
+    char what[1024];
+    describe(&s, what, sizeof what);
+    yt_tensor *result = NULL;
+    yt_tensor *const all[3] = {x.view, parts[0].view, parts[1].view};
+    switch (s.op) {
+    case OP_CAT:
+        result = yt_cat_ex(all, 1 + (int)n_parts, pick(&d, 2) ? dim : dim - s.nd);
+        break;
+    case OP_FLIP:
+        result = yt_flip(x.view, dims, (int)n_dims);
+        break;
+    case OP_ROLL:
+        result = yt_roll_ex(x.view, shifts, flat_roll ? 1 : (int)n_dims, dims,
+                            flat_roll ? 0 : (int)n_dims);
+        break;
+    case OP_INDEX_SELECT:
+        result = yt_index_select(x.view, dim, index.view);
+        break;
+    case OP_GATHER:
+        result = yt_gather(x.view, dim, index.view);
+        break;
+    default:
+        result = upper ? yt_triu_ex(x.view, diagonal) : yt_tril_ex(x.view, diagonal);
+        break;
+    }
+    cr_assert_not_null(result, "%s: %s", what, yt_errmsg());
+    cr_assert_eq(yt_tensor_numel(result), out_numel, "%s: numel", what);
+    expect_storage(&s, result, result, want, NULL);
+    yt_release(result);
+    free(want);
+    release_operand(&index);
+    release_operand(&parts[1]);
+    release_operand(&parts[0]);
+    release_operand(&x);
+}
+
+Test(layouts, element_moves_on_random_layouts_match_the_reference)
+{
+    sweep(run_move_case);
 }
