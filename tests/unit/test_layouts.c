@@ -184,12 +184,13 @@ typedef enum op_kind {
     OP_INDEX_SELECT,             /* yt_index_select(x, dim, index) */
     OP_GATHER,                   /* yt_gather(x, dim, index) */
     OP_TRIL,                     /* yt_tril_ex / yt_triu_ex(x, diagonal) */
+    OP_MATMUL,                   /* yt_matmul(x, y) */
     OP_KINDS,
 } op_kind;
 
 static const char *const OP_NAMES[OP_KINDS] = {
-    "add", "add_out", "neg_out", "add_", "mul_(3)", "where",        "exp_out", "clone",
-    "sum", "amax",    "cat",     "flip", "roll",    "index_select", "gather",  "tril",
+    "add",  "add_out", "neg_out", "add_", "mul_(3)",      "where",  "exp_out", "clone",  "sum",
+    "amax", "cat",     "flip",    "roll", "index_select", "gather", "tril",    "matmul",
 };
 
 /* One case's setting, for messages. */
@@ -205,15 +206,27 @@ typedef struct setting {
     char operands[512]; /* their layouts */
 } setting;
 
+/* Appends " [a, b, ...]" for `sizes` (nd dims) to buf (n bytes, at `at`); returns the new end. */
+static int
+append_sizes(char *buf, size_t n, int at, const int64_t *sizes, int nd)
+{
+    at += snprintf(buf + at, n - (size_t)at, " [");
+    for (int i = 0; i < nd && at < (int)n; i++)
+        at += snprintf(buf + at, n - (size_t)at, "%s%lld", i ? ", " : "", (long long)sizes[i]);
+    return at < (int)n ? at + snprintf(buf + at, n - (size_t)at, "]") : at;
+}
+
 static void
 describe(const setting *s, char *buf, size_t n)
 {
-    int at = snprintf(buf, n, "case %d: %s %s, shape [", s->number, OP_NAMES[s->op],
-                      yt_dtype_name(s->dtype));
-    for (int i = 0; i < s->nd; i++)
-        at += snprintf(buf + at, n - (size_t)at, "%s%lld", i ? ", " : "", (long long)s->sizes[i]);
+    int at =
+        snprintf(buf, n, "case %d: %s %s", s->number, OP_NAMES[s->op], yt_dtype_name(s->dtype));
+    if (s->nd > 0) { /* matmul's shapes are its operands' */
+        at += snprintf(buf + at, n - (size_t)at, ", shape");
+        at = append_sizes(buf, n, at, s->sizes, s->nd);
+    }
     static const char *const ISA_NAMES[] = {"plain", "AVX2", "AVX-512"};
-    snprintf(buf + at, n - (size_t)at, "], cache %lld, %d threads, %s; %s", (long long)s->cache,
+    snprintf(buf + at, n - (size_t)at, ", cache %lld, %d threads, %s; %s", (long long)s->cache,
              s->threads, ISA_NAMES[s->isa], s->operands);
 }
 
@@ -288,14 +301,27 @@ value_at(const operand *op, int64_t i)
     return op->values[storage_index(op->view, i)];
 }
 
+/* Draws the cache size, threads and instruction set of a case and puts them in force. */
+static void
+draw_machine(setting *s, draw *d)
+{
+    static const int64_t CACHES[] = {0, 64 << 10, 3 << 19, 4 << 20};
+    s->cache = CACHES[pick(d, sizeof CACHES / sizeof CACHES[0])];
+    s->threads = 1 + (int)pick(d, 2);
+    s->isa = (yt__isa)pick(d, YT__ISA_AVX512 + 1); /* the plain loops, AVX2's, AVX-512's */
+    yt__set_cache_bytes(s->cache);
+    cr_assert_eq(yt_set_num_threads(s->threads), YT_OK);
+    yt__parallel_set_always(s->threads > 1); /* split even small work, partway along rows */
+    yt__cap_cpu_isa(s->isa);
+}
+
 /* Draws case `number`'s shape (1 to 4 dims; a quarter of them [16 to 256, 256 to 2048], rows a
  * power of two long, whose lines share cache sets: the packed traversal's and the tiles' shapes)
- * and setting (cache size, threads, instruction set), and puts the setting in force. */
+ * and its machine (draw_machine). */
 static void
 draw_setting(setting *s, draw *d)
 {
     static const int DIMS[] = {1, 2, 2, 2, 2, 3, 3, 4}; /* mostly 2: the traversals' main case */
-    static const int64_t CACHES[] = {0, 64 << 10, 3 << 19, 4 << 20};
     s->nd = DIMS[pick(d, sizeof DIMS / sizeof DIMS[0])];
     int64_t numel = 1;
     for (int i = 0; i < s->nd; i++) {
@@ -317,14 +343,7 @@ draw_setting(setting *s, draw *d)
     }
     if (pick(d, 40) == 0)
         s->sizes[pick(d, s->nd)] = 0; /* now and then an empty op */
-    s->cache = CACHES[pick(d, sizeof CACHES / sizeof CACHES[0])];
-    s->threads = 1 + (int)pick(d, 2);
-    s->isa = (yt__isa)pick(d, YT__ISA_AVX512 + 1); /* the plain loops, AVX2's, AVX-512's */
-
-    yt__set_cache_bytes(s->cache);
-    cr_assert_eq(yt_set_num_threads(s->threads), YT_OK);
-    yt__parallel_set_always(s->threads > 1); /* split even small work, partway along rows */
-    yt__cap_cpu_isa(s->isa);
+    draw_machine(s, d);
 }
 
 /* Runs `run` on every case number, then puts the machine's setting back. */
@@ -539,7 +558,7 @@ run_move_case(int number)
     draw d = {(uint64_t)number * 0xD1B54A32D192ED03ull + 3};
     setting s = {.number = number};
     s.dtype = DTYPES[pick(&d, sizeof DTYPES / sizeof DTYPES[0])];
-    s.op = (op_kind)(OP_CAT + pick(&d, OP_KINDS - OP_CAT));
+    s.op = (op_kind)(OP_CAT + pick(&d, OP_MATMUL - OP_CAT));
     draw_setting(&s, &d);
     int64_t numel = 1;
     for (int i = 0; i < s.nd; i++)
@@ -689,4 +708,130 @@ run_move_case(int number)
 Test(layouts, element_moves_on_random_layouts_match_the_reference)
 {
     sweep(run_move_case);
+}
+
+/* matmul on random layouts: x and y of 1 to 4 dims (1-D ones as PyTorch takes them: a row of x,
+ * a column of y), batch dims that broadcast, each operand laid out its own way (transposed
+ * matrices, every 2nd or 3rd element, broadcast rows or columns of stride 0). Products of
+ * integers in [-15, 15] summed over K are exact in f32 and wider (in [-2, 2] for f16 and [-1, 1]
+ * for bf16, K at most 256 there, the sums stay within the integers those hold exactly), so the
+ * reference matches bit for bit. */
+static void
+run_matmul_case(int number)
+{
+    static const yt_dtype DTYPES[] = {YT_DTYPE_F32,  YT_DTYPE_F32, YT_DTYPE_F64, YT_DTYPE_F16,
+                                      YT_DTYPE_BF16, YT_DTYPE_I32, YT_DTYPE_I64};
+    static const int64_t MNK[] = {0,  1,  2,  3,  4,  7,   8,   15,  16,  17,
+                                  31, 32, 33, 64, 65, 100, 128, 129, 256, 257};
+    static const int RANKS[] = {1, 2, 2, 2, 3, 3, 4};
+    static const int64_t BATCH[] = {1, 2, 3, 5};
+    enum { MAX_WORK = 1 << 20 }; /* multiply-adds of the reference */
+    draw d = {(uint64_t)number * 0xA0761D6478BD642Full + 5};
+    setting s = {.number = number, .op = OP_MATMUL};
+    s.dtype = DTYPES[pick(&d, sizeof DTYPES / sizeof DTYPES[0])];
+    const bool half = s.dtype == YT_DTYPE_F16 || s.dtype == YT_DTYPE_BF16;
+    const int magnitude = s.dtype == YT_DTYPE_F16 ? 2 : s.dtype == YT_DTYPE_BF16 ? 1 : 15;
+    const int rx = RANKS[pick(&d, sizeof RANKS / sizeof RANKS[0])];
+    const int ry = RANKS[pick(&d, sizeof RANKS / sizeof RANKS[0])];
+    const int widest = rx > ry ? rx : ry, nb = widest > 2 ? widest - 2 : 0;
+    int64_t m = rx > 1 ? MNK[pick(&d, sizeof MNK / sizeof MNK[0])] : 1;
+    int64_t k = MNK[pick(&d, sizeof MNK / sizeof MNK[0])];
+    int64_t n = ry > 1 ? MNK[pick(&d, sizeof MNK / sizeof MNK[0])] : 1;
+    if (half && k > 256)
+        k = 256;
+    /* batch dims, aligned at the right: each operand's either the result's size or 1 */
+    int64_t batch[MAX_DIMS], bx[MAX_DIMS], by[MAX_DIMS], batch_numel = 1;
+    for (int i = 0; i < nb; i++) {
+        batch[i] = BATCH[pick(&d, sizeof BATCH / sizeof BATCH[0])];
+        const bool x_has = i >= nb - (rx - 2), y_has = i >= nb - (ry - 2);
+        bx[i] = !x_has || pick(&d, 4) == 0 ? 1 : batch[i];
+        by[i] = !y_has || pick(&d, 4) == 0 ? 1 : batch[i];
+        batch[i] = bx[i] > by[i] ? bx[i] : by[i];
+        batch_numel *= batch[i];
+    }
+    while (batch_numel * m * n * k > MAX_WORK) { /* halve the largest of m, n, k */
+        int64_t *largest = m >= n && m >= k ? &m : n >= k ? &n : &k;
+        *largest /= 2;
+    }
+    draw_machine(&s, &d);
+
+    /* x: [bx..., m, k] or [k]; y: [by..., k, n] or [k]; their batch dims the last of batch's */
+    int64_t xs[MAX_DIMS], ys[MAX_DIMS];
+    for (int i = 0; i < rx - 2; i++)
+        xs[i] = bx[nb - (rx - 2) + i];
+    for (int i = 0; i < ry - 2; i++)
+        ys[i] = by[nb - (ry - 2) + i];
+    if (rx == 1) {
+        xs[0] = k;
+    } else {
+        xs[rx - 2] = m;
+        xs[rx - 1] = k;
+    }
+    if (ry == 1) {
+        ys[0] = k;
+    } else {
+        ys[ry - 2] = k;
+        ys[ry - 1] = n;
+    }
+    operand x = {0}, y = {0};
+    lay_out(&x, &d, xs, rx, s.dtype, true, -magnitude, magnitude);
+    lay_out(&y, &d, ys, ry, s.dtype, true, -magnitude, magnitude);
+    int at = snprintf(s.operands, sizeof s.operands, "x");
+    at = append_sizes(s.operands, sizeof s.operands, at, xs, rx);
+    at += snprintf(s.operands + at, sizeof s.operands - (size_t)at, " %s, y", x.layout);
+    at = append_sizes(s.operands, sizeof s.operands, at, ys, ry);
+    snprintf(s.operands + at, sizeof s.operands - (size_t)at, " %s", y.layout);
+
+    /* the result as [batch..., m, n] (a 1-D operand's m or n is 1, dropped from the shape) */
+    const int64_t out_numel = batch_numel * m * n;
+    double *want = malloc((size_t)(out_numel > 0 ? out_numel : 1) * sizeof(double));
+    cr_assert_not_null(want);
+    for (int64_t o = 0; o < out_numel; o++) {
+        int64_t cb[MAX_DIMS], cx[MAX_DIMS], cy[MAX_DIMS];
+        coordinates(o / (m * n), batch, nb, cb);
+        for (int i = 0; i < rx - 2; i++) {
+            const int bi = nb - (rx - 2) + i;
+            cx[i] = bx[bi] == 1 ? 0 : cb[bi];
+        }
+        for (int i = 0; i < ry - 2; i++) {
+            const int bi = nb - (ry - 2) + i;
+            cy[i] = by[bi] == 1 ? 0 : cb[bi];
+        }
+        const int64_t row = o / n % m, col = o % n;
+        double sum = 0;
+        for (int64_t j = 0; j < k; j++) {
+            if (rx == 1) {
+                cx[0] = j;
+            } else {
+                cx[rx - 2] = row;
+                cx[rx - 1] = j;
+            }
+            if (ry == 1) {
+                cy[0] = j;
+            } else {
+                cy[ry - 2] = j;
+                cy[ry - 1] = col;
+            }
+            sum += value_at_coords(&x, cx) * value_at_coords(&y, cy);
+        }
+        want[o] = sum;
+    }
+
+    char what[1024];
+    describe(&s, what, sizeof what);
+    yt_tensor *result = yt_matmul(x.view, y.view);
+    cr_assert_not_null(result, "%s: %s", what, yt_errmsg());
+    cr_assert_eq(yt_tensor_numel(result), out_numel, "%s: numel", what);
+    const int want_dims = nb + (rx > 1) + (ry > 1);
+    cr_assert_eq(yt_tensor_dim(result), want_dims, "%s: dims", what);
+    expect_storage(&s, result, result, want, NULL);
+    yt_release(result);
+    free(want);
+    release_operand(&y);
+    release_operand(&x);
+}
+
+Test(layouts, matmul_on_random_layouts_matches_the_reference)
+{
+    sweep(run_matmul_case);
 }
