@@ -185,12 +185,19 @@ typedef enum op_kind {
     OP_GATHER,                   /* yt_gather(x, dim, index) */
     OP_TRIL,                     /* yt_tril_ex / yt_triu_ex(x, diagonal) */
     OP_MATMUL,                   /* yt_matmul(x, y) */
+    OP_SOFTMAX,                  /* yt_softmax(x, dim); the kinds from here compare to 1e-4 */
+    OP_LOG_SOFTMAX,              /* yt_log_softmax(x, dim) */
+    OP_LOGSUMEXP,                /* yt_logsumexp_ex(x, dims) */
+    OP_VAR,                      /* yt_var_ex(x, dims, correction) */
+    OP_LAYER_NORM,               /* yt_layer_norm_ex(x, trailing sizes, weight, bias) */
+    OP_CUMSUM,                   /* yt_cumsum(x, dim) */
     OP_KINDS,
 } op_kind;
 
 static const char *const OP_NAMES[OP_KINDS] = {
-    "add",  "add_out", "neg_out", "add_", "mul_(3)",      "where",  "exp_out", "clone",  "sum",
-    "amax", "cat",     "flip",    "roll", "index_select", "gather", "tril",    "matmul",
+    "add",    "add_out", "neg_out",     "add_",      "mul_(3)", "where",        "exp_out", "clone",
+    "sum",    "amax",    "cat",         "flip",      "roll",    "index_select", "gather",  "tril",
+    "matmul", "softmax", "log_softmax", "logsumexp", "var",     "layer_norm",   "cumsum",
 };
 
 /* One case's setting, for messages. */
@@ -234,10 +241,16 @@ describe(const setting *s, char *buf, size_t n)
 static bool
 agrees(double got, double want, op_kind op, yt_dtype dtype)
 {
-    if (op != OP_EXP_OUT)
-        return got == want;
+    if (isnan(got) || isnan(want))
+        return isnan(got) && isnan(want);
+    if (got == want)
+        return true;
     const double ulp = dtype == YT_DTYPE_F64 ? 0x1p-52 : 0x1p-23;
-    return fabs(got - want) <= 4 * ulp * fabs(want);
+    if (op == OP_EXP_OUT)
+        return fabs(got - want) <= 4 * ulp * fabs(want);
+    if (op >= OP_SOFTMAX)
+        return fabs(got - want) <= (dtype == YT_DTYPE_F64 ? 1e-10 : 1e-4) * (1 + fabs(want));
+    return false;
 }
 
 /* Checks `storage`, as f64: `view`'s elements (flat index i at storage_index) against want[i],
@@ -834,4 +847,143 @@ run_matmul_case(int number)
 Test(layouts, matmul_on_random_layouts_matches_the_reference)
 {
     sweep(run_matmul_case);
+}
+
+/* Softmax and its kin on random layouts, against a reference in double: softmax and log_softmax
+ * along a drawn dim, logsumexp and var (correction 0 or 1) over a drawn set of dims, layer_norm
+ * over the trailing 1 to 4 dims (weight and bias each given or not, laid out their own way),
+ * cumsum along a drawn dim; f32 and f64, checked to 1e-4 and 1e-10 relative (sums of up to 2^17
+ * terms in their own order), which any fault of layout or indexing exceeds by far. */
+static void
+run_norm_case(int number)
+{
+    draw d = {(uint64_t)number * 0xE7037ED1A0B428DBull + 9};
+    setting s = {.number = number};
+    s.dtype = pick(&d, 2) ? YT_DTYPE_F32 : YT_DTYPE_F64;
+    s.op = (op_kind)(OP_SOFTMAX + pick(&d, OP_KINDS - OP_SOFTMAX));
+    draw_setting(&s, &d);
+    const int dim = (int)pick(&d, s.nd);
+    int64_t mask = (int64_t)1 << dim, dims[MAX_DIMS];
+    int n_dims = 0;
+    if (s.op == OP_LOGSUMEXP || s.op == OP_VAR)
+        mask = 1 + pick(&d, (1 << s.nd) - 1); /* never none */
+    const int trailing = 1 + (int)pick(&d, s.nd);
+    if (s.op == OP_LAYER_NORM)
+        mask = ((1 << trailing) - 1) << (s.nd - trailing);
+    for (int i = 0; i < s.nd; i++)
+        if ((mask >> i) & 1)
+            dims[n_dims++] = pick(&d, 2) ? i : i - s.nd; /* negative ones count from the end */
+    const bool keepdim = pick(&d, 2);
+    const int64_t correction = pick(&d, 2);
+    const double eps = 1e-5;
+
+    operand x = {0}, weight = {0}, bias = {0};
+    lay_out(&x, &d, s.sizes, s.nd, s.dtype, true, -15, 15);
+    if (s.op == OP_LAYER_NORM && pick(&d, 2))
+        lay_out(&weight, &d, s.sizes + s.nd - trailing, trailing, s.dtype, true, -3, 3);
+    if (s.op == OP_LAYER_NORM && pick(&d, 2))
+        lay_out(&bias, &d, s.sizes + s.nd - trailing, trailing, s.dtype, true, -3, 3);
+    snprintf(s.operands, sizeof s.operands, "dims mask %lld%s, correction %lld; x %s; w %s; b %s",
+             (long long)mask, keepdim ? " keepdim" : "", (long long)correction, x.layout,
+             weight.view != NULL ? weight.layout : "-", bias.view != NULL ? bias.layout : "-");
+
+    /* per group (the elements that differ only in the masked dims): max, count, sum, then the sum
+     * of exp(v - max) and of squared deviations from the mean */
+    int64_t group_sizes[MAX_DIMS], groups = 1;
+    for (int i = 0; i < s.nd; i++) {
+        group_sizes[i] = (mask >> i) & 1 ? 1 : s.sizes[i];
+        groups *= group_sizes[i];
+    }
+    const int64_t numel = yt_tensor_numel(x.view);
+    double *stats = calloc((size_t)(5 * (groups > 0 ? groups : 1)), sizeof(double));
+    const int64_t wants = numel > groups ? numel : groups; /* groups > numel: an empty dim masked */
+    double *want = malloc((size_t)(wants > 0 ? wants : 1) * sizeof(double));
+    int64_t *group_of = malloc((size_t)(numel > 0 ? numel : 1) * sizeof(int64_t));
+    cr_assert(stats != NULL && want != NULL && group_of != NULL);
+    double *max = stats, *count = stats + groups, *sum = stats + 2 * groups;
+    double *sum_exp = stats + 3 * groups, *squares = stats + 4 * groups;
+    for (int64_t g = 0; g < groups; g++)
+        max[g] = -INFINITY;
+    for (int64_t i = 0; i < numel; i++) {
+        int64_t c[MAX_DIMS], g = 0;
+        coordinates(i, s.sizes, s.nd, c);
+        for (int k = 0; k < s.nd; k++)
+            g = g * group_sizes[k] + ((mask >> k) & 1 ? 0 : c[k]);
+        group_of[i] = g;
+        const double v = value_at(&x, i);
+        max[g] = v > max[g] ? v : max[g];
+        count[g] += 1;
+        sum[g] += v;
+        if (s.op == OP_CUMSUM)
+            want[i] = sum[g]; /* row-major order meets each line's elements in order */
+    }
+    for (int64_t i = 0; i < numel; i++) {
+        const int64_t g = group_of[i];
+        const double v = value_at(&x, i), mean = sum[g] / count[g];
+        sum_exp[g] += exp(v - max[g]);
+        squares[g] += (v - mean) * (v - mean);
+    }
+    int64_t out_numel = numel;
+    if (s.op == OP_LOGSUMEXP || s.op == OP_VAR) {
+        out_numel = groups;
+        for (int64_t g = 0; g < groups; g++)
+            want[g] = s.op == OP_VAR ? squares[g] / (count[g] - (double)correction)
+                                     : max[g] + log(sum_exp[g]);
+    } else if (s.op != OP_CUMSUM) {
+        for (int64_t i = 0; i < numel; i++) {
+            const int64_t g = group_of[i];
+            const double v = value_at(&x, i);
+            if (s.op == OP_SOFTMAX) {
+                want[i] = exp(v - max[g]) / sum_exp[g];
+            } else if (s.op == OP_LOG_SOFTMAX) {
+                want[i] = v - max[g] - log(sum_exp[g]);
+            } else {
+                const int64_t inner = i % (int64_t)(numel / (groups > 0 ? groups : 1));
+                const double norm = (v - sum[g] / count[g]) / sqrt(squares[g] / count[g] + eps);
+                want[i] = norm * (weight.view != NULL ? value_at(&weight, inner) : 1) +
+                          (bias.view != NULL ? value_at(&bias, inner) : 0);
+            }
+        }
+    }
+
+    char what[1024];
+    describe(&s, what, sizeof what);
+    yt_tensor *result = NULL;
+    const int64_t signed_dim = pick(&d, 2) ? dim : dim - s.nd;
+    switch (s.op) {
+    case OP_SOFTMAX:
+        result = yt_softmax(x.view, signed_dim);
+        break;
+    case OP_LOG_SOFTMAX:
+        result = yt_log_softmax(x.view, signed_dim);
+        break;
+    case OP_LOGSUMEXP:
+        result = yt_logsumexp_ex(x.view, dims, n_dims, keepdim);
+        break;
+    case OP_VAR:
+        result = yt_var_ex(x.view, dims, n_dims, correction, keepdim);
+        break;
+    case OP_LAYER_NORM:
+        result = yt_layer_norm_ex(x.view, s.sizes + s.nd - trailing, trailing, weight.view,
+                                  bias.view, eps, true);
+        break;
+    default:
+        result = yt_cumsum(x.view, signed_dim);
+        break;
+    }
+    cr_assert_not_null(result, "%s: %s", what, yt_errmsg());
+    cr_assert_eq(yt_tensor_numel(result), out_numel, "%s: numel", what);
+    expect_storage(&s, result, result, want, NULL);
+    yt_release(result);
+    free(group_of);
+    free(want);
+    free(stats);
+    release_operand(&bias);
+    release_operand(&weight);
+    release_operand(&x);
+}
+
+Test(layouts, softmax_norms_and_scans_on_random_layouts_match_the_reference)
+{
+    sweep(run_norm_case);
 }
