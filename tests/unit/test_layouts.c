@@ -191,13 +191,17 @@ typedef enum op_kind {
     OP_VAR,                      /* yt_var_ex(x, dims, correction) */
     OP_LAYER_NORM,               /* yt_layer_norm_ex(x, trailing sizes, weight, bias) */
     OP_CUMSUM,                   /* yt_cumsum(x, dim) */
+    OP_CONV2D,                   /* yt_conv2d_ex(x, weight, bias, ...) */
+    OP_MAX_POOL2D,               /* yt_max_pool2d_ex(x, ...) */
+    OP_AVG_POOL2D,               /* yt_avg_pool2d_ex(x, ...) */
     OP_KINDS,
 } op_kind;
 
 static const char *const OP_NAMES[OP_KINDS] = {
-    "add",    "add_out", "neg_out",     "add_",      "mul_(3)", "where",        "exp_out", "clone",
-    "sum",    "amax",    "cat",         "flip",      "roll",    "index_select", "gather",  "tril",
-    "matmul", "softmax", "log_softmax", "logsumexp", "var",     "layer_norm",   "cumsum",
+    "add",        "add_out", "neg_out", "add_",       "mul_(3)",     "where",     "exp_out",
+    "clone",      "sum",     "amax",    "cat",        "flip",        "roll",      "index_select",
+    "gather",     "tril",    "matmul",  "softmax",    "log_softmax", "logsumexp", "var",
+    "layer_norm", "cumsum",  "conv2d",  "max_pool2d", "avg_pool2d",
 };
 
 /* One case's setting, for messages. */
@@ -860,7 +864,7 @@ run_norm_case(int number)
     draw d = {(uint64_t)number * 0xE7037ED1A0B428DBull + 9};
     setting s = {.number = number};
     s.dtype = pick(&d, 2) ? YT_DTYPE_F32 : YT_DTYPE_F64;
-    s.op = (op_kind)(OP_SOFTMAX + pick(&d, OP_KINDS - OP_SOFTMAX));
+    s.op = (op_kind)(OP_SOFTMAX + pick(&d, OP_CONV2D - OP_SOFTMAX));
     draw_setting(&s, &d);
     const int dim = (int)pick(&d, s.nd);
     int64_t mask = (int64_t)1 << dim, dims[MAX_DIMS];
@@ -986,4 +990,168 @@ run_norm_case(int number)
 Test(layouts, softmax_norms_and_scans_on_random_layouts_match_the_reference)
 {
     sweep(run_norm_case);
+}
+
+/* One output size of a 2-D window op along a dim of `size`, as PyTorch counts it (below 1: an
+ * error): with ceil_mode the last window may run past the end (even a kernel longer than the
+ * padded input gives one), but must start inside the input or its left padding. */
+static int64_t
+window_count(int64_t size, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
+             bool ceil_mode)
+{
+    const int64_t span =
+        size + 2 * pad - dilation * (kernel - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+    int64_t count = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
+    if (ceil_mode && (count - 1) * stride >= size + pad)
+        count--;
+    return count;
+}
+
+/* conv2d and the 2-D pools on random layouts: input [N, C, H, W] laid out its own way (channels
+ * last, transposed, stepped, broadcast), conv2d with drawn stride, padding, dilation and groups
+ * (1, 2 or depthwise) and a bias or none, the weight laid out too; max_pool2d (padding, dilation,
+ * ceil_mode drawn) and avg_pool2d (ceil_mode and count_include_pad drawn). f32 and f64; integer
+ * values keep conv's sums and max exact, and avg to 1e-4 / 1e-10 relative. */
+static void
+run_window_case(int number)
+{
+    static const int64_t CHANNELS[] = {1, 2, 3, 4, 8, 16};
+    static const int64_t SIDES[] = {1, 2, 3, 5, 7, 8, 9, 16, 17, 28, 33};
+    static const int64_t KERNELS[] = {1, 2, 3, 5};
+    draw d = {(uint64_t)number * 0x8EBC6AF09C88C6E3ull + 11};
+    setting s = {.number = number};
+    s.dtype = pick(&d, 2) ? YT_DTYPE_F32 : YT_DTYPE_F64;
+    s.op = (op_kind)(OP_CONV2D + pick(&d, 3));
+    s.nd = 4;
+    s.sizes[0] = 1 + pick(&d, 3);
+    s.sizes[1] = CHANNELS[pick(&d, sizeof CHANNELS / sizeof CHANNELS[0])];
+    s.sizes[2] = SIDES[pick(&d, sizeof SIDES / sizeof SIDES[0])];
+    s.sizes[3] = SIDES[pick(&d, sizeof SIDES / sizeof SIDES[0])];
+    int64_t kernel[2], stride[2], pad[2], dilation[2] = {1, 1};
+    for (int i = 0; i < 2; i++) {
+        kernel[i] = KERNELS[pick(&d, sizeof KERNELS / sizeof KERNELS[0])];
+        stride[i] = 1 + pick(&d, 3);
+        pad[i] = pick(&d, kernel[i] / 2 + 1); /* pools take at most half the kernel */
+        if (s.op != OP_AVG_POOL2D && pick(&d, 3) == 0)
+            dilation[i] = 2;
+    }
+    const bool ceil_mode = s.op != OP_CONV2D && pick(&d, 2);
+    const bool include_pad = pick(&d, 2);
+    const int64_t groups_choice = pick(&d, 3);
+    const int64_t groups = groups_choice == 0                          ? 1
+                           : groups_choice == 1 && s.sizes[1] % 2 == 0 ? 2
+                                                                       : s.sizes[1];
+    const int64_t c_in = s.sizes[1];
+    const int64_t c_out = s.op == OP_CONV2D ? groups * (1 + pick(&d, 3)) : c_in;
+    draw_machine(&s, &d);
+
+    const int64_t oh =
+        window_count(s.sizes[2], kernel[0], stride[0], pad[0], dilation[0], ceil_mode);
+    const int64_t ow =
+        window_count(s.sizes[3], kernel[1], stride[1], pad[1], dilation[1], ceil_mode);
+    operand x = {0}, weight = {0}, bias = {0};
+    lay_out(&x, &d, s.sizes, 4, s.dtype, true, -15, 15);
+    const int64_t weight_sizes[4] = {c_out, c_in / groups, kernel[0], kernel[1]};
+    if (s.op == OP_CONV2D) {
+        lay_out(&weight, &d, weight_sizes, 4, s.dtype, true, -3, 3);
+        if (pick(&d, 2))
+            lay_out(&bias, &d, &c_out, 1, s.dtype, true, -15, 15);
+    }
+    snprintf(
+        s.operands, sizeof s.operands,
+        "kernel %lldx%lld stride %lldx%lld pad %lldx%lld dilation %lldx%lld groups %lld, c_out "
+        "%lld%s%s; x %s; w %s; b %s",
+        (long long)kernel[0], (long long)kernel[1], (long long)stride[0], (long long)stride[1],
+        (long long)pad[0], (long long)pad[1], (long long)dilation[0], (long long)dilation[1],
+        (long long)groups, (long long)c_out, ceil_mode ? " ceil" : "",
+        include_pad ? " include_pad" : "", x.layout, weight.view ? weight.layout : "-",
+        bias.view ? bias.layout : "-");
+
+    const int64_t n = s.sizes[0], h = s.sizes[2], w = s.sizes[3];
+    const int64_t out_numel = oh > 0 && ow > 0 ? n * c_out * oh * ow : 0;
+    double *want = malloc((size_t)(out_numel > 0 ? out_numel : 1) * sizeof(double));
+    cr_assert_not_null(want);
+    bool empty_window = false; /* one whose dilated taps all miss the input */
+    for (int64_t o = 0; o < out_numel; o++) {
+        const int64_t out_sizes[4] = {n, c_out, oh, ow};
+        int64_t c[4];
+        coordinates(o, out_sizes, 4, c);
+        const int64_t h0 = c[2] * stride[0] - pad[0], w0 = c[3] * stride[1] - pad[1];
+        if (s.op == OP_CONV2D) {
+            const int64_t per_group = c_in / groups, first = c[1] / (c_out / groups) * per_group;
+            double sum = 0;
+            for (int64_t ci = 0; ci < per_group; ci++)
+                for (int64_t i = 0; i < kernel[0]; i++)
+                    for (int64_t j = 0; j < kernel[1]; j++) {
+                        const int64_t hi = h0 + i * dilation[0], wj = w0 + j * dilation[1];
+                        if (hi < 0 || hi >= h || wj < 0 || wj >= w)
+                            continue;
+                        const int64_t xc[4] = {c[0], first + ci, hi, wj}, wc[4] = {c[1], ci, i, j};
+                        sum += value_at_coords(&x, xc) * value_at_coords(&weight, wc);
+                    }
+            want[o] = sum + (bias.view != NULL ? value_at_coords(&bias, &c[1]) : 0);
+        } else if (s.op == OP_MAX_POOL2D) {
+            double best = -INFINITY;
+            int64_t taps = 0;
+            for (int64_t i = 0; i < kernel[0]; i++)
+                for (int64_t j = 0; j < kernel[1]; j++) {
+                    const int64_t hi = h0 + i * dilation[0], wj = w0 + j * dilation[1];
+                    if (hi < 0 || hi >= h || wj < 0 || wj >= w)
+                        continue;
+                    const int64_t xc[4] = {c[0], c[1], hi, wj};
+                    const double v = value_at_coords(&x, xc);
+                    best = v > best ? v : best;
+                    taps++;
+                }
+            empty_window = empty_window || taps == 0;
+            want[o] = best;
+        } else {
+            /* the window clipped to the padded input counts with count_include_pad, else only
+             * its part inside the input */
+            const int64_t h1 = h0 + kernel[0] < h + pad[0] ? h0 + kernel[0] : h + pad[0];
+            const int64_t w1 = w0 + kernel[1] < w + pad[1] ? w0 + kernel[1] : w + pad[1];
+            const int64_t padded = (h1 - h0) * (w1 - w0);
+            const int64_t hs = h0 > 0 ? h0 : 0, ws = w0 > 0 ? w0 : 0;
+            const int64_t he = h1 < h ? h1 : h, we = w1 < w ? w1 : w;
+            double sum = 0;
+            for (int64_t hi = hs; hi < he; hi++)
+                for (int64_t wj = ws; wj < we; wj++) {
+                    const int64_t xc[4] = {c[0], c[1], hi, wj};
+                    sum += value_at_coords(&x, xc);
+                }
+            want[o] = sum / (double)(include_pad ? padded : (he - hs) * (we - ws));
+        }
+    }
+
+    char what[1024];
+    describe(&s, what, sizeof what);
+    yt_tensor *result = NULL;
+    if (s.op == OP_CONV2D)
+        result =
+            yt_conv2d_ex(x.view, weight.view, bias.view, stride, 2, pad, 2, dilation, 2, groups);
+    else if (s.op == OP_MAX_POOL2D)
+        result = yt_max_pool2d_ex(x.view, kernel, 2, stride, 2, pad, 2, dilation, 2, ceil_mode);
+    else
+        result =
+            yt_avg_pool2d_ex(x.view, kernel, 2, stride, 2, pad, 2, ceil_mode, include_pad, YT_NONE);
+    if (oh <= 0 || ow <= 0 || empty_window) {
+        /* no window fits, or one takes no element of the input: an error (PyTorch gives -inf
+         * for the latter; yaten refuses such a geometry, kernels/cpu/conv_geom.c) */
+        cr_assert_null(result, "%s: a result where no window fits or one is empty", what);
+        yt_clear_error();
+    } else {
+        cr_assert_not_null(result, "%s: %s", what, yt_errmsg());
+        cr_assert_eq(yt_tensor_numel(result), out_numel, "%s: numel", what);
+        expect_storage(&s, result, result, want, NULL);
+        yt_release(result);
+    }
+    free(want);
+    release_operand(&bias);
+    release_operand(&weight);
+    release_operand(&x);
+}
+
+Test(layouts, conv2d_and_pools_on_random_layouts_match_the_reference)
+{
+    sweep(run_window_case);
 }
