@@ -62,6 +62,12 @@ static const int64_t SIZES[] = {0,   1,   2,   3,   5,   7,    8,    9,   15,  1
                                 17,  31,  32,  33,  63,  64,   65,   100, 127, 128,
                                 129, 255, 256, 257, 512, 1000, 1024, 2048};
 
+/* The dtypes the sweeps draw from: every storage width, floating and integral (u8 and i16 as
+ * their kin; bool only as where's condition). */
+static const yt_dtype DTYPES[] = {YT_DTYPE_F32, YT_DTYPE_F64, YT_DTYPE_F16, YT_DTYPE_BF16,
+                                  YT_DTYPE_I8,  YT_DTYPE_I32, YT_DTYPE_I64};
+enum { DTYPE_COUNT = sizeof DTYPES / sizeof DTYPES[0] };
+
 /* An operand of a case: its storage, contiguous, with its values as doubles, and its view of the
  * case's shape (broadcast dims of stride 0 among them). */
 typedef struct operand {
@@ -301,6 +307,30 @@ coordinates(int64_t flat, const int64_t *sizes, int nd, int64_t *coords)
     }
 }
 
+/* The index of flat index i's element (of `sizes`, nd dims) among the groups that the dims of
+ * `mask` (bit k: dim k) are reduced over: its row-major index with those dims taken to size 1. */
+static int64_t
+group_index(int64_t i, const int64_t *sizes, int nd, int64_t mask)
+{
+    int64_t c[MAX_DIMS], g = 0;
+    coordinates(i, sizes, nd, c);
+    for (int k = 0; k < nd; k++)
+        g = g * ((mask >> k) & 1 ? 1 : sizes[k]) + ((mask >> k) & 1 ? 0 : c[k]);
+    return g;
+}
+
+/* The dims of `mask` (bit i: dim i) into dims, each drawn as i or as i - nd (counting from the
+ * end, as PyTorch allows); returns how many. */
+static int
+dims_of(draw *d, int64_t mask, int nd, int64_t *dims)
+{
+    int n = 0;
+    for (int i = 0; i < nd; i++)
+        if ((mask >> i) & 1)
+            dims[n++] = pick(d, 2) ? i : i - nd;
+    return n;
+}
+
 /* The operand's value at `coords` of its view. */
 static double
 value_at_coords(const operand *op, const int64_t *coords)
@@ -380,11 +410,9 @@ sweep(void (*run)(int number))
 static void
 run_case(int number)
 {
-    static const yt_dtype DTYPES[] = {YT_DTYPE_F32, YT_DTYPE_F64, YT_DTYPE_F16, YT_DTYPE_BF16,
-                                      YT_DTYPE_I8,  YT_DTYPE_I32, YT_DTYPE_I64};
     draw d = {(uint64_t)number * 0x2545F4914F6CDD1Dull + 1};
     setting s = {.number = number};
-    s.dtype = DTYPES[pick(&d, sizeof DTYPES / sizeof DTYPES[0])];
+    s.dtype = DTYPES[pick(&d, DTYPE_COUNT)];
     const bool floating = s.dtype == YT_DTYPE_F32 || s.dtype == YT_DTYPE_F64;
     do
         s.op = (op_kind)pick(&d, OP_POINTWISE_KINDS);
@@ -492,21 +520,16 @@ Test(layouts, pointwise_ops_on_random_layouts_match_the_reference)
 static void
 run_reduction_case(int number)
 {
-    static const yt_dtype DTYPES[] = {YT_DTYPE_F32, YT_DTYPE_F64, YT_DTYPE_F16, YT_DTYPE_BF16,
-                                      YT_DTYPE_I8,  YT_DTYPE_I32, YT_DTYPE_I64};
     draw d = {(uint64_t)number * 0x9E3779B97F4A7C15ull + 7};
     setting s = {.number = number};
-    s.dtype = DTYPES[pick(&d, sizeof DTYPES / sizeof DTYPES[0])];
+    s.dtype = DTYPES[pick(&d, DTYPE_COUNT)];
     draw_setting(&s, &d);
     int64_t dims[MAX_DIMS];
-    int n_dims = 0;
     const int64_t mask = 1 + pick(&d, (1 << s.nd) - 1); /* which dims: never none */
+    const int n_dims = dims_of(&d, mask, s.nd, dims);
     bool empty_reduced = false;
     for (int i = 0; i < s.nd; i++)
-        if ((mask >> i) & 1) {
-            dims[n_dims++] = pick(&d, 2) ? i : i - s.nd; /* negative ones count from the end */
-            empty_reduced = empty_reduced || s.sizes[i] == 0;
-        }
+        empty_reduced = empty_reduced || ((mask >> i) & 1 && s.sizes[i] == 0);
     const bool keepdim = pick(&d, 2);
     /* amax over an empty dim is an error: those are summed, in f32 for the half types */
     if ((s.dtype == YT_DTYPE_F16 || s.dtype == YT_DTYPE_BF16) && empty_reduced)
@@ -532,13 +555,7 @@ run_reduction_case(int number)
         want[o] = amax ? -INFINITY : 0;
     const int64_t numel = yt_tensor_numel(x.view);
     for (int64_t i = 0; i < numel; i++) {
-        int64_t o = 0, rest = i, scale = 1;
-        for (int k = s.nd - 1; k >= 0; k--) {
-            const int64_t idx = rest % s.sizes[k];
-            rest /= s.sizes[k];
-            o += ((mask >> k) & 1 ? 0 : idx) * scale;
-            scale *= out_sizes[k];
-        }
+        const int64_t o = group_index(i, s.sizes, s.nd, mask);
         const double v = value_at(&x, i);
         want[o] = amax ? (v > want[o] ? v : want[o]) : want[o] + v;
     }
@@ -568,13 +585,11 @@ Test(layouts, reductions_on_random_layouts_match_the_reference)
 static void
 run_move_case(int number)
 {
-    static const yt_dtype DTYPES[] = {YT_DTYPE_F32, YT_DTYPE_F64, YT_DTYPE_F16, YT_DTYPE_BF16,
-                                      YT_DTYPE_I8,  YT_DTYPE_I32, YT_DTYPE_I64};
     static const int64_t PART_SIZES[] = {0, 1, 2, 3, 7, 16, 17};
     static const int64_t INDEX_SIZES[] = {0, 1, 2, 5, 17, 64};
     draw d = {(uint64_t)number * 0xD1B54A32D192ED03ull + 3};
     setting s = {.number = number};
-    s.dtype = DTYPES[pick(&d, sizeof DTYPES / sizeof DTYPES[0])];
+    s.dtype = DTYPES[pick(&d, DTYPE_COUNT)];
     s.op = (op_kind)(OP_CAT + pick(&d, OP_MATMUL - OP_CAT));
     draw_setting(&s, &d);
     int64_t numel = 1;
@@ -606,12 +621,10 @@ run_move_case(int number)
     case OP_ROLL:
         dims_mask = 1 + pick(&d, (1 << s.nd) - 1); /* never none */
         flat_roll = s.op == OP_ROLL && pick(&d, 4) == 0;
-        for (int i = 0; i < s.nd; i++) {
-            shifts[i] = pick(&d, 4 * s.sizes[i] + 1) - 2 * s.sizes[i];
-            if ((dims_mask >> i) & 1) {
-                shifts[n_dims] = shifts[i];
-                dims[n_dims++] = pick(&d, 2) ? i : i - s.nd; /* negative ones count from the end */
-            }
+        n_dims = dims_of(&d, dims_mask, s.nd, dims);
+        for (int k = 0; k < n_dims; k++) {
+            const int64_t size = s.sizes[dims[k] < 0 ? dims[k] + s.nd : dims[k]];
+            shifts[k] = pick(&d, 4 * size + 1) - 2 * size;
         }
         if (flat_roll)
             shifts[0] = pick(&d, 4 * numel + 1) - 2 * numel;
@@ -727,6 +740,31 @@ Test(layouts, element_moves_on_random_layouts_match_the_reference)
     sweep(run_move_case);
 }
 
+/* Sets the batch dims of a matmul operand of `rank` dims (its first rank - 2; none for 1 or 2
+ * dims), the last of the result's nb: to its sizes `own` (coords NULL), or to the coordinates
+ * of the result's batch coords it reads (0 along a dim it broadcasts). */
+static void
+put_batch(int64_t *at, int rank, int nb, const int64_t *own, const int64_t *coords)
+{
+    for (int i = 0; i < rank - 2; i++) {
+        const int b = nb - (rank - 2) + i;
+        at[i] = coords == NULL ? own[b] : own[b] == 1 ? 0 : coords[b];
+    }
+}
+
+/* Sets the matrix dims of a matmul operand of `rank` dims (sizes or coordinates): its last two
+ * to row and col, or its only one to `vector` when it is 1-D (x as a row, y as a column). */
+static void
+put_matrix(int64_t *at, int rank, int64_t row, int64_t col, int64_t vector)
+{
+    if (rank == 1) {
+        at[0] = vector;
+        return;
+    }
+    at[rank - 2] = row;
+    at[rank - 1] = col;
+}
+
 /* matmul on random layouts: x and y of 1 to 4 dims (1-D ones as PyTorch takes them: a row of x,
  * a column of y), batch dims that broadcast, each operand laid out its own way (transposed
  * matrices, every 2nd or 3rd element, broadcast rows or columns of stride 0). Products of
@@ -736,8 +774,9 @@ Test(layouts, element_moves_on_random_layouts_match_the_reference)
 static void
 run_matmul_case(int number)
 {
-    static const yt_dtype DTYPES[] = {YT_DTYPE_F32,  YT_DTYPE_F32, YT_DTYPE_F64, YT_DTYPE_F16,
-                                      YT_DTYPE_BF16, YT_DTYPE_I32, YT_DTYPE_I64};
+    static const yt_dtype MATMUL_DTYPES[] = {YT_DTYPE_F32, YT_DTYPE_F32,  YT_DTYPE_F64,
+                                             YT_DTYPE_F16, YT_DTYPE_BF16, YT_DTYPE_I32,
+                                             YT_DTYPE_I64};
     static const int64_t MNK[] = {0,  1,  2,  3,  4,  7,   8,   15,  16,  17,
                                   31, 32, 33, 64, 65, 100, 128, 129, 256, 257};
     static const int RANKS[] = {1, 2, 2, 2, 3, 3, 4};
@@ -745,7 +784,7 @@ run_matmul_case(int number)
     enum { MAX_WORK = 1 << 20 }; /* multiply-adds of the reference */
     draw d = {(uint64_t)number * 0xA0761D6478BD642Full + 5};
     setting s = {.number = number, .op = OP_MATMUL};
-    s.dtype = DTYPES[pick(&d, sizeof DTYPES / sizeof DTYPES[0])];
+    s.dtype = MATMUL_DTYPES[pick(&d, sizeof MATMUL_DTYPES / sizeof MATMUL_DTYPES[0])];
     const bool half = s.dtype == YT_DTYPE_F16 || s.dtype == YT_DTYPE_BF16;
     const int magnitude = s.dtype == YT_DTYPE_F16 ? 2 : s.dtype == YT_DTYPE_BF16 ? 1 : 15;
     const int rx = RANKS[pick(&d, sizeof RANKS / sizeof RANKS[0])];
@@ -774,22 +813,10 @@ run_matmul_case(int number)
 
     /* x: [bx..., m, k] or [k]; y: [by..., k, n] or [k]; their batch dims the last of batch's */
     int64_t xs[MAX_DIMS], ys[MAX_DIMS];
-    for (int i = 0; i < rx - 2; i++)
-        xs[i] = bx[nb - (rx - 2) + i];
-    for (int i = 0; i < ry - 2; i++)
-        ys[i] = by[nb - (ry - 2) + i];
-    if (rx == 1) {
-        xs[0] = k;
-    } else {
-        xs[rx - 2] = m;
-        xs[rx - 1] = k;
-    }
-    if (ry == 1) {
-        ys[0] = k;
-    } else {
-        ys[ry - 2] = k;
-        ys[ry - 1] = n;
-    }
+    put_batch(xs, rx, nb, bx, NULL);
+    put_batch(ys, ry, nb, by, NULL);
+    put_matrix(xs, rx, m, k, k);
+    put_matrix(ys, ry, k, n, k);
     operand x = {0}, y = {0};
     lay_out(&x, &d, xs, rx, s.dtype, true, -magnitude, magnitude);
     lay_out(&y, &d, ys, ry, s.dtype, true, -magnitude, magnitude);
@@ -806,29 +833,13 @@ run_matmul_case(int number)
     for (int64_t o = 0; o < out_numel; o++) {
         int64_t cb[MAX_DIMS], cx[MAX_DIMS], cy[MAX_DIMS];
         coordinates(o / (m * n), batch, nb, cb);
-        for (int i = 0; i < rx - 2; i++) {
-            const int bi = nb - (rx - 2) + i;
-            cx[i] = bx[bi] == 1 ? 0 : cb[bi];
-        }
-        for (int i = 0; i < ry - 2; i++) {
-            const int bi = nb - (ry - 2) + i;
-            cy[i] = by[bi] == 1 ? 0 : cb[bi];
-        }
+        put_batch(cx, rx, nb, bx, cb);
+        put_batch(cy, ry, nb, by, cb);
         const int64_t row = o / n % m, col = o % n;
         double sum = 0;
         for (int64_t j = 0; j < k; j++) {
-            if (rx == 1) {
-                cx[0] = j;
-            } else {
-                cx[rx - 2] = row;
-                cx[rx - 1] = j;
-            }
-            if (ry == 1) {
-                cy[0] = j;
-            } else {
-                cy[ry - 2] = j;
-                cy[ry - 1] = col;
-            }
+            put_matrix(cx, rx, row, j, j);
+            put_matrix(cy, ry, j, col, j);
             sum += value_at_coords(&x, cx) * value_at_coords(&y, cy);
         }
         want[o] = sum;
@@ -868,15 +879,12 @@ run_norm_case(int number)
     draw_setting(&s, &d);
     const int dim = (int)pick(&d, s.nd);
     int64_t mask = (int64_t)1 << dim, dims[MAX_DIMS];
-    int n_dims = 0;
     if (s.op == OP_LOGSUMEXP || s.op == OP_VAR)
         mask = 1 + pick(&d, (1 << s.nd) - 1); /* never none */
     const int trailing = 1 + (int)pick(&d, s.nd);
     if (s.op == OP_LAYER_NORM)
         mask = ((1 << trailing) - 1) << (s.nd - trailing);
-    for (int i = 0; i < s.nd; i++)
-        if ((mask >> i) & 1)
-            dims[n_dims++] = pick(&d, 2) ? i : i - s.nd; /* negative ones count from the end */
+    const int n_dims = dims_of(&d, mask, s.nd, dims);
     const bool keepdim = pick(&d, 2);
     const int64_t correction = pick(&d, 2);
     const double eps = 1e-5;
@@ -909,10 +917,7 @@ run_norm_case(int number)
     for (int64_t g = 0; g < groups; g++)
         max[g] = -INFINITY;
     for (int64_t i = 0; i < numel; i++) {
-        int64_t c[MAX_DIMS], g = 0;
-        coordinates(i, s.sizes, s.nd, c);
-        for (int k = 0; k < s.nd; k++)
-            g = g * group_sizes[k] + ((mask >> k) & 1 ? 0 : c[k]);
+        const int64_t g = group_index(i, s.sizes, s.nd, mask);
         group_of[i] = g;
         const double v = value_at(&x, i);
         max[g] = v > max[g] ? v : max[g];
