@@ -3922,9 +3922,7 @@ YT_API yt_tensor *yt_conv2d_backward_bias(yt_tensor *grad_output);
  * 2-D max pooling over [N, C, H, W] or [C, H, W], with the flat position (h * W + w) of each
  * maximum within its plane; NaN wins, the first maximum wins ties. stride defaults to kernel_size,
  * padding (at most half the kernel) to 0, dilation to 1. A window whose dilated taps all miss the
- * input (the first in the padding, the next past the end) is an error; PyTorch gives -inf there,
- * with indices past the plane's end, and its backward then writes out of bounds (Debian's torch
- * 1.13 aborts on a corrupted heap).
+ * input is an error (PyTorch gives -inf, an index past the plane).
  * Uses the defaults stride=[], padding=[], dilation=[], ceil_mode=False; yt_max_pool2d_with_indices_ex() takes every argument.
  * Stores new references to the results in *values, *indices (in return order).
  * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
@@ -3937,9 +3935,7 @@ YT_API yt_status yt_max_pool2d_with_indices(yt_tensor *self, const int64_t *kern
  * 2-D max pooling over [N, C, H, W] or [C, H, W], with the flat position (h * W + w) of each
  * maximum within its plane; NaN wins, the first maximum wins ties. stride defaults to kernel_size,
  * padding (at most half the kernel) to 0, dilation to 1. A window whose dilated taps all miss the
- * input (the first in the padding, the next past the end) is an error; PyTorch gives -inf there,
- * with indices past the plane's end, and its backward then writes out of bounds (Debian's torch
- * 1.13 aborts on a corrupted heap).
+ * input is an error (PyTorch gives -inf, an index past the plane).
  * Stores new references to the results in *values, *indices (in return order).
  * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
