@@ -33,6 +33,9 @@ static struct {
     pthread_mutex_t start_lock;
     int n_workers;
     int64_t spin_ns;
+    pthread_t threads[MAX_WORKERS]; /* joinable: stop_workers waits for each to leave */
+    _Atomic bool stopping;          /* stop_workers: every worker returns */
+    bool forks_handled;             /* forget_workers is registered with pthread_atfork */
 } pool = {.start_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Thread_local bool in_chunk;
@@ -105,6 +108,8 @@ worker_main(void *arg)
         int64_t spin_end = now_ns() + pool.spin_ns;
         uint64_t gen;
         for (unsigned i = 0;; i++) {
+            if (atomic_load_explicit(&pool.stopping, memory_order_relaxed))
+                return NULL;
             gen = atomic_load_explicit(&pool.state, memory_order_acquire) >> 32;
             if (gen != seen)
                 break;
@@ -116,7 +121,8 @@ worker_main(void *arg)
                 uint32_t w = atomic_load(&pool.wake_word);
                 atomic_fetch_add(&pool.sleeping, 1);
                 gen = atomic_load(&pool.state) >> 32;
-                if (gen == seen)
+                /* stopping is read after w: stop_workers sets it before it moves wake_word */
+                if (gen == seen && !atomic_load(&pool.stopping))
                     futex_wait(&pool.wake_word, w);
                 atomic_fetch_sub(&pool.sleeping, 1);
                 spin_end = now_ns() + pool.spin_ns;
@@ -129,6 +135,35 @@ worker_main(void *arg)
         }
     }
     return NULL;
+}
+
+/* In the child of a fork: the parent's workers are not there (only the forking thread is), so
+ * none is counted, and none joined at exit. */
+static void
+forget_workers(void)
+{
+    pool.start_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER; /* its holder may be gone */
+    pool.n_workers = 0;
+    atomic_store(&pool.sleeping, 0);
+    atomic_store(&pool.busy, 0);
+}
+
+/* When the library is unloaded (dlclose) or the process exits: the workers are told to stop,
+ * woken, and joined, so that none is still running the library's code when it is unmapped. Before
+ * this, a worker spinning after a job when dlclose came (it spins for spin_ns, 300 us by default)
+ * crashed the process: tests/shared/shared_lib.c, which unloads a copy right after its last
+ * parallel job, died with SIGSEGV in about two runs of three. */
+__attribute__((destructor)) static void
+stop_workers(void)
+{
+    pthread_mutex_lock(&pool.start_lock);
+    atomic_store(&pool.stopping, true);
+    atomic_fetch_add(&pool.wake_word, 1);
+    futex_wake_all(&pool.wake_word);
+    for (int i = 0; i < pool.n_workers; i++)
+        pthread_join(pool.threads[i], NULL);
+    pool.n_workers = 0;
+    pthread_mutex_unlock(&pool.start_lock);
 }
 
 /* Starts workers up to `want` (once each; failures leave fewer). */
@@ -145,13 +180,16 @@ ensure_workers(int want)
         long us = env != NULL ? strtol(env, NULL, 10) : 300;
         pool.spin_ns = (us < 0 ? 0 : us) * 1000 + 1;
     }
-    while (pool.n_workers < want) {
-        pthread_t t;
+    if (!pool.forks_handled) {
+        /* a child of fork has none of the parent's workers: it starts its own */
+        pool.forks_handled = pthread_atfork(NULL, NULL, forget_workers) == 0;
+    }
+    while (pool.n_workers < want && !atomic_load(&pool.stopping)) {
         pthread_attr_t attr;
         pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         pthread_attr_setstacksize(&attr, 1 << 20);
-        int rc = pthread_create(&t, &attr, worker_main, (void *)(intptr_t)pool.n_workers);
+        int rc = pthread_create(&pool.threads[pool.n_workers], &attr, worker_main,
+                                (void *)(intptr_t)pool.n_workers);
         pthread_attr_destroy(&attr);
         if (rc != 0)
             break;

@@ -68,6 +68,47 @@ read_and_set(void *arg)
     return NULL;
 }
 
+/* The sum of 2 + 3 over n elements, through the pool (forced to split). */
+static double
+pooled_sum(int64_t n)
+{
+    yt__parallel_set_always(true);
+    const int64_t sizes[1] = {n};
+    yt_tensor *x = yt_full(sizes, 1, yt_float(2)), *y = yt_full(sizes, 1, yt_float(3));
+    yt_tensor *z = yt_add(x, y), *total = yt_sum(z);
+    const double sum = total != NULL ? yt_item(total) : -1;
+    yt_release(total);
+    yt_release(z);
+    yt_release(y);
+    yt_release(x);
+    yt__parallel_set_always(false);
+    return sum;
+}
+
+/* A child forked after the pool has started has none of its workers: it must still compute
+ * through the pool and exit, where the library now joins its workers (runtime/parallel.c,
+ * stop_workers), without waiting on the parent's. (forget_workers also lets the child start
+ * workers of its own rather than count the parent's and run its jobs alone; that this test does
+ * not see: with glibc, joining the parent's threads in the child returned at once.) */
+Test(threads, a_forked_child_runs_its_own_workers_and_exits)
+{
+    cr_assert_eq(yt_set_num_threads(2), YT_OK);
+    cr_assert_eq(pooled_sum(100000), 500000.0);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        alarm(20); /* a hang ends as SIGALRM, not a stuck test */
+        exit(pooled_sum(100000) == 500000.0 ? 0 : 1);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status), "the child did not exit (signal %d)",
+              WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    cr_assert_eq(WEXITSTATUS(status), 0, "the child's sum was wrong");
+    cr_assert_eq(pooled_sum(100000), 500000.0);
+    YT_ASSERT_NO_LEAKS();
+}
+
 Test(threads, set_get_round_trip_refusals_and_one_setting_for_the_process)
 {
     int saved = yt_get_num_threads();
