@@ -198,6 +198,13 @@ row_streams(const iter *it)
     return shared ? streams : 0;
 }
 
+/* Whether input k is the output itself, read where it is written (x *= 2, x[:, ::2] += b). */
+static bool
+reads_output(const iter *it, int k)
+{
+    return it->base[k] == it->base[0];
+}
+
 /* When an op's operands outgrow the last-level cache, the first lines of its output are evicted
  * before the op ends, and each line written cost two transfers: read in before the store, written
  * back after. Such an output (of at least a quarter of that cache, and contiguous along its rows)
@@ -225,7 +232,7 @@ nontemporal_output(const iter *it, int64_t bytes, yt__pw_bound bound)
     for (int d = 0; d < it->dim; d++)
         out_bytes *= it->sizes[d];
     for (int k = 1; k < it->n_ops; k++)
-        if (it->base[k] == it->base[0])
+        if (reads_output(it, k))
             return false; /* in place */
     return bound == YT__PW_MEMORY_BOUND && bytes > cache && out_bytes > cache / 4 &&
            it->strides[0][0] == it->esize[0];
@@ -586,19 +593,26 @@ run_pieces(const iter *it, char *const *data, int64_t n, const int64_t *row_stri
         }
 }
 
-/* Whether every input is the output itself (x[:, ::2] *= 2, an in-place unary op). Its rows
- * then read and write one stepped stream of lines, which the hardware's prefetchers follow on
- * their own; the stepped form's fetches ahead (it->prefetch) only cost there. One thread, f32,
- * fetches on and off alternated in one build: x[:, ::2] *= 1 on [10000, 2000] 2905-3030 ->
- * 2671-2750 us (bench/strided mul_step2_inplace 10M: 0.43-0.45x -> 0.47x of contiguous),
- * [3000, 2000] 540-606 -> 409-504; x[:, ::3] *= 1 on [10000, 3000] 4557-4957 -> 4239-4543,
- * [3000, 3000] 1016-1424 -> 793-873. With another input the fetches stay: x[:, ::2] += b on
- * [10000, 2000] did 4-7% better without them, x[:, ::3] += b 1-7% worse. */
+/* Whether the stepped form's fetches ahead (it->prefetch) are left out: in place on one operand
+ * (every input the output itself: x[:, ::2] *= 2, an in-place unary op), in the AVX-512 form.
+ * Its rows read and write one stepped stream of lines, which the hardware's prefetchers follow
+ * there on their own, and the fetches only cost. Zen 4, one thread, f32, fetches on and off
+ * alternated in one build: x[:, ::2] *= 1 on [10000, 2000] 2905-3030 -> 2671-2750 us
+ * (bench/strided mul_step2_inplace 10M: 0.43-0.45x -> 0.47x of contiguous), [3000, 2000] 540-606
+ * -> 409-504; x[:, ::3] *= 1 on [10000, 3000] 4557-4957 -> 4239-4543, [3000, 3000] 1016-1424 ->
+ * 793-873. The AVX2 form, which stores such a row an element at a time, needs them: on Zen 3
+ * (AVX2 only), the same way, off -> on: [10000, 2000] 7380-8136 -> 5706-6322 us (mul_step2_inplace
+ * 10M 0.39-0.42x -> 0.45-0.50x), [3000, 2000] 1942-2228 -> 1375-1606, [10000, 3000] 10953-11813
+ * -> 9947-10181, [3000, 3000] 3337-3410 -> 2296-2689. With another input they stay in both:
+ * x[:, ::2] += b on [10000, 2000] did 4-7% better without them on Zen 4, x[:, ::3] += b 1-7%
+ * worse. */
 static bool
-reads_only_output(const iter *it)
+skips_fetches(const iter *it)
 {
+    if (yt__cpu_isa() != YT__ISA_AVX512)
+        return false;
     for (int k = 1; k < it->n_ops; k++)
-        if (it->base[k] != it->base[0] || it->strides[0][k] != it->strides[0][0])
+        if (!reads_output(it, k) || it->strides[0][k] != it->strides[0][0])
             return false;
     return true;
 }
@@ -1399,7 +1413,7 @@ pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, yt__
     it.nontemporal = writes_out && nontemporal_output(&it, bytes, bound) &&
                      (it.staged || it.sizes[0] * it.esize[0] >= MIN_STREAMED_ROW_BYTES);
     it.stepped = takes_stepped(&it, stepped) ? stepped : NULL;
-    it.prefetch = it.stepped != NULL && bytes > prefetch_bytes() && !reads_only_output(&it);
+    it.prefetch = it.stepped != NULL && bytes > prefetch_bytes() && !skips_fetches(&it);
     it.gather_piece = it.stepped != NULL ? 0 : gather_piece_bytes(&it, bytes) / widest_element(&it);
     it.streams = bytes > cached_bytes() && !it.staged && !it.gathered ? row_streams(&it) : 0;
     if (it.nontemporal)

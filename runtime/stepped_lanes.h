@@ -74,15 +74,14 @@ enum { YT__STEPPED_AHEAD = 4096 };
  * elements of es bytes) YT__STEPPED_AHEAD bytes further along the row will read. From memory, the
  * hardware's prefetchers alone left the stepped loops waiting on their input's lines, which span 2
  * or 3 times a contiguous row's. bench/strided, one thread, against contiguous, the previous
- * library and this one alternately (Zen 3): exp(a[:, ::3]) [10000, 1000] f32 0.46-0.53x ->
- * 0.50-0.61x, a[:, ::2] *= 1 0.43-0.48x -> 0.48-0.60x; other stepped cases and sizes moved within
- * their noise, and 2 or 8 KiB ahead did as well. From the caches they only cost, so the caller
- * asks for them only where the operands come from memory (runtime/pointwise.c, it->prefetch), and
- * not in place on one stream (reads_only_output there).
- * On Zen 4, one thread, a[:, ::2] *= 1 with the fetches and without: [65, 1000] f32 6.8-7.3 ->
- * 5.0-5.3 us, [1048, 1000] 134-137 -> 86-92 us; at [10000, 1000] they still helped exp(a[:, ::3])
- * (0.62-0.65x of contiguous against 0.57-0.58x) and a[:, ::2] + b (0.72-0.74x against
- * 0.66-0.67x). Contiguous operands (step == es) are left to the hardware. */
+ * library and this one alternately (Zen 3, the AVX2 form): exp(a[:, ::3]) [10000, 1000] f32
+ * 0.46-0.53x -> 0.50-0.61x, a[:, ::2] *= 1 0.43-0.48x -> 0.48-0.60x; other stepped cases and
+ * sizes moved within their noise, and 2 or 8 KiB ahead did as well. On Zen 4 (the AVX-512 form),
+ * at [10000, 1000] they helped exp(a[:, ::3]) (0.62-0.65x of contiguous against 0.57-0.58x) and
+ * a[:, ::2] + b (0.72-0.74x against 0.66-0.67x), but cost a[:, ::2] *= 1. From the caches they
+ * only cost, so the caller asks for them only where the operands come from memory
+ * (runtime/pointwise.c, it->prefetch), and not in place on one operand in the AVX-512 form
+ * (skips_fetches there). Contiguous operands (step == es) are left to the hardware. */
 YT_ALWAYS_INLINE void
 yt__lanes_fetch_ahead(const char *at, int64_t step, int64_t es, bool fetch)
 {
