@@ -12,6 +12,9 @@ typedef struct op_info {
     const char *doc;
 } op_info;
 
+/* Laid out here, an entry per op with each string on one line, not by clang-format: for one doc
+ * string a few hundred characters long, it re-indented the whole table. */
+/* clang-format off */
 static const op_info registry[] = {
     {
         .schema = "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
@@ -23,8 +26,7 @@ static const op_info registry[] = {
     },
     {
         .schema = "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
-        .doc =
-            "Subtracts `other`, scaled by `alpha`, from `self`, with broadcasting and type promotion.",
+        .doc = "Subtracts `other`, scaled by `alpha`, from `self`, with broadcasting and type promotion.",
     },
     {
         .schema = "sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor",
@@ -32,8 +34,7 @@ static const op_info registry[] = {
     },
     {
         .schema = "rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor",
-        .doc =
-            "The number `other` minus each element of `self` scaled by `alpha` (reversed subtraction).",
+        .doc = "The number `other` minus each element of `self` scaled by `alpha` (reversed subtraction).",
     },
     {
         .schema = "mul.Tensor(Tensor self, Tensor other) -> Tensor",
@@ -57,18 +58,15 @@ static const op_info registry[] = {
     },
     {
         .schema = "pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",
-        .doc =
-            "Raises every element of `self` to the power `exponent`; integers by repeated squaring (wrapping), where a negative integer exponent is an error, as in PyTorch.",
+        .doc = "Raises every element of `self` to the power `exponent`; integers by repeated squaring (wrapping), where a negative integer exponent is an error, as in PyTorch.",
     },
     {
         .schema = "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
-        .doc =
-            "Raises each element of `self` to the power of the matching element of `exponent` (integers to negative powers give 0, or +-1 for bases +-1).",
+        .doc = "Raises each element of `self` to the power of the matching element of `exponent` (integers to negative powers give 0, or +-1 for bases +-1).",
     },
     {
         .schema = "pow.Scalar(Scalar self, Tensor exponent) -> Tensor",
-        .doc =
-            "The number `self` raised to each element of `exponent`; the gradient for the exponent at `self` == 0 is 0 where the exponent is >= 0 (its limit), as in PyTorch.",
+        .doc = "The number `self` raised to each element of `exponent`; the gradient for the exponent at `self` == 0 is 0 where the exponent is >= 0 (its limit), as in PyTorch.",
     },
     {
         .schema = "maximum(Tensor self, Tensor other) -> Tensor",
@@ -88,18 +86,15 @@ static const op_info registry[] = {
     },
     {
         .schema = "clamp_min.Tensor(Tensor self, Tensor min) -> Tensor",
-        .doc =
-            "max(self, min) elementwise with a tensor bound, broadcast; NaN in either gives NaN.",
+        .doc = "max(self, min) elementwise with a tensor bound, broadcast; NaN in either gives NaN.",
     },
     {
         .schema = "clamp_max.Tensor(Tensor self, Tensor max) -> Tensor",
-        .doc =
-            "min(self, max) elementwise with a tensor bound, broadcast; NaN in either gives NaN.",
+        .doc = "min(self, max) elementwise with a tensor bound, broadcast; NaN in either gives NaN.",
     },
     {
         .schema = "remainder.Tensor(Tensor self, Tensor other) -> Tensor",
-        .doc =
-            "Python's modulus, self - floor(self / other) * other (the sign of `other`); integer division by zero is an error.",
+        .doc = "Python's modulus, self - floor(self / other) * other (the sign of `other`); integer division by zero is an error.",
     },
     {
         .schema = "remainder.Scalar(Tensor self, Scalar other) -> Tensor",
@@ -107,8 +102,7 @@ static const op_info registry[] = {
     },
     {
         .schema = "floor_divide(Tensor self, Tensor other) -> Tensor",
-        .doc =
-            "self / other rounded toward negative infinity (Python's //); integer division by zero is an error.",
+        .doc = "self / other rounded toward negative infinity (Python's //); integer division by zero is an error.",
     },
     {
         .schema = "lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor",
@@ -119,69 +113,52 @@ static const op_info registry[] = {
         .doc = "self + weight * (end - self) with a tensor weight, broadcast.",
     },
     {
-        .schema =
-            "addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+        .schema = "addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
         .doc = "self + value * tensor1 * tensor2, with broadcasting.",
     },
     {
-        .schema =
-            "addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+        .schema = "addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
         .doc = "self + value * tensor1 / tensor2, with broadcasting.",
     },
     {
-        .schema =
-            "pow_scalar_backward(Tensor grad_output, Scalar self, Tensor exponent, Tensor output) -> Tensor",
-        .doc =
-            "Gradient of pow(self, exponent) for a number `self` with respect to `exponent`: grad * output * log(self), and 0 where self == 0 and exponent >= 0, as in PyTorch.",
+        .schema = "pow_scalar_backward(Tensor grad_output, Scalar self, Tensor exponent, Tensor output) -> Tensor",
+        .doc = "Gradient of pow(self, exponent) for a number `self` with respect to `exponent`: grad * output * log(self), and 0 where self == 0 and exponent >= 0, as in PyTorch.",
     },
     {
         .schema = "div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor",
-        .doc =
-            "self / other rounded toward zero ('trunc') or toward -inf ('floor', Python's //), in the promoted dtype; true division when rounding_mode is None. Integer division by zero is an error.",
+        .doc = "self / other rounded toward zero ('trunc') or toward -inf ('floor', Python's //), in the promoted dtype; true division when rounding_mode is None. Integer division by zero is an error.",
     },
     {
         .schema = "div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor",
-        .doc =
-            "Every element of `self` divided by the number `other`, rounded toward zero ('trunc') or toward -inf ('floor'); true division when rounding_mode is None. Integer division by zero is an error.",
+        .doc = "Every element of `self` divided by the number `other`, rounded toward zero ('trunc') or toward -inf ('floor'); true division when rounding_mode is None. Integer division by zero is an error.",
     },
     {
         .schema = "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
-        .doc =
-            "min(max(self, min), max) elementwise, with either bound left out (not both); max wins where min > max, and NaN in self or a bound gives NaN.",
+        .doc = "min(max(self, min), max) elementwise, with either bound left out (not both); max wins where min > max, and NaN in self or a bound gives NaN.",
     },
     {
         .schema = "clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor",
-        .doc =
-            "min(max(self, min), max) elementwise with tensor bounds, broadcast, either left out (not both); NaN anywhere gives NaN.",
+        .doc = "min(max(self, min), max) elementwise with tensor bounds, broadcast, either left out (not both); NaN anywhere gives NaN.",
     },
     {
-        .schema =
-            "clamp_backward(Tensor grad_output, Tensor self, Scalar? min, Scalar? max) -> Tensor",
-        .doc =
-            "Gradient of clamp: grad_output where min <= self <= max (a bound left out does not limit), else 0.",
+        .schema = "clamp_backward(Tensor grad_output, Tensor self, Scalar? min, Scalar? max) -> Tensor",
+        .doc = "Gradient of clamp: grad_output where min <= self <= max (a bound left out does not limit), else 0.",
     },
     {
-        .schema =
-            "clamp_tensor_backward(Tensor grad_output, Tensor self, Tensor? min, Tensor? max) -> Tensor",
-        .doc =
-            "Gradient of clamp.Tensor with respect to self: grad_output where min <= self <= max, else 0.",
+        .schema = "clamp_tensor_backward(Tensor grad_output, Tensor self, Tensor? min, Tensor? max) -> Tensor",
+        .doc = "Gradient of clamp.Tensor with respect to self: grad_output where min <= self <= max, else 0.",
     },
     {
-        .schema =
-            "clamp_tensor_backward_min(Tensor grad_output, Tensor self, Tensor min, Tensor? max) -> Tensor",
-        .doc =
-            "Gradient of clamp.Tensor with respect to min: grad_output where self < min < max, else 0.",
+        .schema = "clamp_tensor_backward_min(Tensor grad_output, Tensor self, Tensor min, Tensor? max) -> Tensor",
+        .doc = "Gradient of clamp.Tensor with respect to min: grad_output where self < min < max, else 0.",
     },
     {
-        .schema =
-            "clamp_tensor_backward_max(Tensor grad_output, Tensor self, Tensor? min, Tensor max) -> Tensor",
-        .doc =
-            "Gradient of clamp.Tensor with respect to max: grad_output where self > max or max < min, else 0.",
+        .schema = "clamp_tensor_backward_max(Tensor grad_output, Tensor self, Tensor? min, Tensor max) -> Tensor",
+        .doc = "Gradient of clamp.Tensor with respect to max: grad_output where self > max or max < min, else 0.",
     },
     {
         .schema = "div_rounding_backward(Tensor grad_output, str? rounding_mode) -> Tensor",
-        .doc =
-            "Gradient through div's rounding: grad_output when rounding_mode is None, else 0 (a rounded quotient is piecewise constant).",
+        .doc = "Gradient through div's rounding: grad_output when rounding_mode is None, else 0 (a rounded quotient is piecewise constant).",
     },
     {
         .schema = "exp(Tensor self) -> Tensor",
@@ -201,8 +178,7 @@ static const op_info registry[] = {
     },
     {
         .schema = "threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",
-        .doc =
-            "Gradient of relu (and threshold): `grad_output` where `self` > `threshold`, else 0, in one pass (relu's backward is threshold_backward(grad, result, 0), as in PyTorch).",
+        .doc = "Gradient of relu (and threshold): `grad_output` where `self` > `threshold`, else 0, in one pass (relu's backward is threshold_backward(grad, result, 0), as in PyTorch).",
     },
     {
         .schema = "sigmoid(Tensor self) -> Tensor",
@@ -214,8 +190,7 @@ static const op_info registry[] = {
     },
     {
         .schema = "softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor",
-        .doc =
-            "log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.",
+        .doc = "log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.",
     },
     {
         .schema = "clone(Tensor self) -> Tensor",
@@ -223,13 +198,11 @@ static const op_info registry[] = {
     },
     {
         .schema = "to.dtype(Tensor self, ScalarType dtype) -> Tensor",
-        .doc =
-            "A copy of `self` converted to `dtype` (always a new tensor, even when the dtype matches).",
+        .doc = "A copy of `self` converted to `dtype` (always a new tensor, even when the dtype matches).",
     },
     {
         .schema = "abs(Tensor self) -> Tensor",
-        .doc =
-            "Absolute value of each element (integers wrap at the most negative value, as in PyTorch).",
+        .doc = "Absolute value of each element (integers wrap at the most negative value, as in PyTorch).",
     },
     {
         .schema = "sign(Tensor self) -> Tensor",
@@ -292,19 +265,15 @@ static const op_info registry[] = {
         .doc = "self where positive, else self * negative_slope; NaN stays NaN.",
     },
     {
-        .schema =
-            "leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor",
-        .doc =
-            "Gradient of leaky_relu: grad_output where self > 0, else grad_output * negative_slope.",
+        .schema = "leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor",
+        .doc = "Gradient of leaky_relu: grad_output where self > 0, else grad_output * negative_slope.",
     },
     {
-        .schema =
-            "elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor",
+        .schema = "elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor",
         .doc = "scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).",
     },
     {
-        .schema =
-            "elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor",
+        .schema = "elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor",
         .doc = "Gradient of elu with respect to its input `self`.",
     },
     {
@@ -317,31 +286,23 @@ static const op_info registry[] = {
     },
     {
         .schema = "isfinite(Tensor self) -> Tensor",
-        .doc =
-            "True where an element is neither infinite nor NaN (always true for integers and bool).",
+        .doc = "True where an element is neither infinite nor NaN (always true for integers and bool).",
     },
     {
         .schema = "gelu(Tensor self, *, str approximate='none') -> Tensor",
-        .doc =
-            "Gaussian error linear unit, self * Phi(self) with Phi the standard normal CDF (approximate='none'), or its tanh approximation 0.5 * self * (1 + tanh(sqrt(2 / pi) * (self + 0.044715 * self^3))).",
+        .doc = "Gaussian error linear unit, self * Phi(self) with Phi the standard normal CDF (approximate='none'), or its tanh approximation 0.5 * self * (1 + tanh(sqrt(2 / pi) * (self + 0.044715 * self^3))).",
     },
     {
-        .schema =
-            "gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor",
-        .doc =
-            "Gradient of gelu: grad_output * gelu'(self), in the same form (approximate) as the forward.",
+        .schema = "gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor",
+        .doc = "Gradient of gelu: grad_output * gelu'(self), in the same form (approximate) as the forward.",
     },
     {
-        .schema =
-            "gelu_double_backward(Tensor grad_grad, Tensor grad_output, Tensor self, str approximate) -> Tensor",
-        .doc =
-            "Gradient of gelu_backward with respect to self: grad_grad * grad_output * gelu''(self), in public ops (differentiable again).",
+        .schema = "gelu_double_backward(Tensor grad_grad, Tensor grad_output, Tensor self, str approximate) -> Tensor",
+        .doc = "Gradient of gelu_backward with respect to self: grad_grad * grad_output * gelu''(self), in public ops (differentiable again).",
     },
     {
-        .schema =
-            "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor",
-        .doc =
-            "Replaces NaN by `nan` (default 0), +inf by `posinf` and -inf by `neginf` (default the dtype's largest and lowest finite values); integers and bools are copied unchanged.",
+        .schema = "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor",
+        .doc = "Replaces NaN by `nan` (default 0), +inf by `posinf` and -inf by `neginf` (default the dtype's largest and lowest finite values); integers and bools are copied unchanged.",
     },
     {
         .schema = "eq.Tensor(Tensor self, Tensor other) -> Tensor",
@@ -413,44 +374,35 @@ static const op_info registry[] = {
     },
     {
         .schema = "masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
-        .doc =
-            "A copy of `self` with `value` where `mask` (broadcast) is true; `value` must fit self's dtype (into u8, integers down to -255 wrap).",
+        .doc = "A copy of `self` with `value` where `mask` (broadcast) is true; `value` must fit self's dtype (into u8, integers down to -255 wrap).",
     },
     {
         .schema = "masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor",
-        .doc =
-            "A copy of `self` with the 0-d tensor `value` where `mask` (broadcast) is true; `value` of another dtype is converted to self's, and must fit it, as a Scalar value must.",
+        .doc = "A copy of `self` with the 0-d tensor `value` where `mask` (broadcast) is true; `value` of another dtype is converted to self's, and must fit it, as a Scalar value must.",
     },
     {
         .schema = "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
         .doc = "Sum of all elements; integral inputs sum to i64 unless `dtype` is given.",
     },
     {
-        .schema =
-            "sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
-        .doc =
-            "Sum over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.",
+        .schema = "sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        .doc = "Sum over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.",
     },
     {
         .schema = "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor",
-        .doc =
-            "Mean of all elements (NaN for an empty tensor); an integral or bool `self` needs a floating `dtype`, as in PyTorch.",
+        .doc = "Mean of all elements (NaN for an empty tensor); an integral or bool `self` needs a floating `dtype`, as in PyTorch.",
     },
     {
-        .schema =
-            "mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
-        .doc =
-            "Mean over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`; an integral or bool `self` needs a floating `dtype`, as in PyTorch.",
+        .schema = "mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        .doc = "Mean over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`; an integral or bool `self` needs a floating `dtype`, as in PyTorch.",
     },
     {
         .schema = "amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor",
-        .doc =
-            "Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced dimension is an error.",
+        .doc = "Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced dimension is an error.",
     },
     {
         .schema = "amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor",
-        .doc =
-            "Smallest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced dimension is an error.",
+        .doc = "Smallest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced dimension is an error.",
     },
     {
         .schema = "max(Tensor self) -> Tensor",
@@ -461,164 +413,124 @@ static const op_info registry[] = {
         .doc = "Smallest element of `self`; NaN wins. An empty tensor is an error.",
     },
     {
-        .schema =
-            "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
-        .doc =
-            "Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest. A zero-size reduced dimension is an error.",
+        .schema = "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+        .doc = "Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest. A zero-size reduced dimension is an error.",
     },
     {
-        .schema =
-            "min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
-        .doc =
-            "Smallest element along `dim` and the index of its first occurrence; a NaN counts as the smallest. A zero-size reduced dimension is an error.",
+        .schema = "min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+        .doc = "Smallest element along `dim` and the index of its first occurrence; a NaN counts as the smallest. A zero-size reduced dimension is an error.",
     },
     {
         .schema = "argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
-        .doc =
-            "Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts as the largest. A zero-size reduced dimension is an error.",
+        .doc = "Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts as the largest. A zero-size reduced dimension is an error.",
     },
     {
         .schema = "argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
-        .doc =
-            "Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN counts as the smallest. A zero-size reduced dimension is an error.",
+        .doc = "Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN counts as the smallest. A zero-size reduced dimension is an error.",
     },
     {
         .schema = "prod(Tensor self, *, ScalarType? dtype=None) -> Tensor",
-        .doc =
-            "Product of all elements (1 for an empty tensor); integral inputs multiply in i64 unless `dtype` is given.",
+        .doc = "Product of all elements (1 for an empty tensor); integral inputs multiply in i64 unless `dtype` is given.",
     },
     {
-        .schema =
-            "prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        .schema = "prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
         .doc = "Product over dimension `dim`, keeping it as size 1 when `keepdim`.",
     },
     {
         .schema = "all(Tensor self) -> Tensor",
-        .doc =
-            "Whether every element is nonzero (true for an empty tensor); the result is bool (u8 for u8 input, as in PyTorch).",
+        .doc = "Whether every element is nonzero (true for an empty tensor); the result is bool (u8 for u8 input, as in PyTorch).",
     },
     {
         .schema = "all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
-        .doc =
-            "Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.",
+        .doc = "Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.",
     },
     {
         .schema = "any(Tensor self) -> Tensor",
-        .doc =
-            "Whether any element is nonzero (false for an empty tensor); the result is bool (u8 for u8 input, as in PyTorch).",
+        .doc = "Whether any element is nonzero (false for an empty tensor); the result is bool (u8 for u8 input, as in PyTorch).",
     },
     {
         .schema = "any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
-        .doc =
-            "Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.",
+        .doc = "Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.",
     },
     {
         .schema = "cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
-        .doc =
-            "Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.",
+        .doc = "Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.",
     },
     {
         .schema = "logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor",
-        .doc =
-            "log(sum(exp(self))) over `dim`, shifted by the maximum so that large inputs do not overflow; -inf over an all -inf slice; integral and bool inputs give f32, as in PyTorch.",
+        .doc = "log(sum(exp(self))) over `dim`, shifted by the maximum so that large inputs do not overflow; -inf over an all -inf slice; integral and bool inputs give f32, as in PyTorch.",
     },
     {
-        .schema =
-            "var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor",
-        .doc =
-            "Variance over `dim` (all when empty), dividing by N - correction (correction defaults to 1; NaN when N - correction <= 0). Exactly 0 for a constant input.",
+        .schema = "var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor",
+        .doc = "Variance over `dim` (all when empty), dividing by N - correction (correction defaults to 1; NaN when N - correction <= 0). Exactly 0 for a constant input.",
     },
     {
-        .schema =
-            "std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor",
+        .schema = "std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor",
         .doc = "Standard deviation over `dim` (all when empty), the square root of var.correction.",
     },
     {
-        .schema =
-            "linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
-        .doc =
-            "Vector norm over `dim` (all when empty) for ord 1 (sum of magnitudes), 2 (Euclidean) or inf (largest magnitude).",
+        .schema = "linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        .doc = "Vector norm over `dim` (all when empty) for ord 1 (sum of magnitudes), 2 (Euclidean) or inf (largest magnitude).",
     },
     {
         .schema = "evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor",
-        .doc =
-            "Gradient of the full max/min: `grad` shared equally between the elements equal to `value`.",
+        .doc = "Gradient of the full max/min: `grad` shared equally between the elements equal to `value`.",
     },
     {
         .schema = "prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor",
-        .doc =
-            "Gradient of the full prod: the product of the other elements, exact when some are zero.",
+        .doc = "Gradient of the full prod: the product of the other elements, exact when some are zero.",
     },
     {
-        .schema =
-            "prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor",
-        .doc =
-            "Gradient of prod over `dim`: the product of the other elements of each slice, exact when some are zero.",
+        .schema = "prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor",
+        .doc = "Gradient of prod over `dim`: the product of the other elements of each slice, exact when some are zero.",
     },
     {
         .schema = "cumsum_backward(Tensor grad_output, int dim) -> Tensor",
-        .doc =
-            "Gradient of cumsum: running sums of `grad_output` from the end of `dim` back, each element the sum of itself and those after it (accumulated as cumsum does).",
+        .doc = "Gradient of cumsum: running sums of `grad_output` from the end of `dim` back, each element the sum of itself and those after it (accumulated as cumsum does).",
     },
     {
-        .schema =
-            "norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor",
+        .schema = "norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor",
         .doc = "Gradient of linalg_vector_norm; 0 where the norm is 0, as in PyTorch.",
     },
     {
-        .schema =
-            "value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor",
-        .doc =
-            "Gradient of max.dim/min.dim: zeros of `sizes` with `grad` placed at `indices` along `dim`.",
+        .schema = "value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor",
+        .doc = "Gradient of max.dim/min.dim: zeros of `sizes` with `grad` placed at `indices` along `dim`.",
     },
     {
-        .schema =
-            "logsumexp_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor",
-        .doc =
-            "Gradient of logsumexp: `grad * exp(self - output)`, grad and output put back over the reduced dims.",
+        .schema = "logsumexp_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor",
+        .doc = "Gradient of logsumexp: `grad * exp(self - output)`, grad and output put back over the reduced dims.",
     },
     {
-        .schema =
-            "var_backward(Tensor grad, Tensor self, int[] dim, int? correction, bool keepdim) -> Tensor",
+        .schema = "var_backward(Tensor grad, Tensor self, int[] dim, int? correction, bool keepdim) -> Tensor",
         .doc = "Gradient of var.correction: `grad * 2 (self - mean(self)) / (N - correction)`.",
     },
     {
-        .schema =
-            "std_backward(Tensor grad, Tensor self, Tensor output, int[] dim, int? correction, bool keepdim) -> Tensor",
-        .doc =
-            "Gradient of std.correction: var_backward of `grad / (2 output)`, 0 where the output is 0 (as PyTorch).",
+        .schema = "std_backward(Tensor grad, Tensor self, Tensor output, int[] dim, int? correction, bool keepdim) -> Tensor",
+        .doc = "Gradient of std.correction: var_backward of `grad / (2 output)`, 0 where the output is 0 (as PyTorch).",
     },
     {
         .schema = "mm(Tensor self, Tensor mat2) -> Tensor",
-        .doc =
-            "Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS for floating dtypes (transposed views are not copied); integer products wrap at the dtype's width, as in PyTorch.",
+        .doc = "Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS for floating dtypes (transposed views are not copied); integer products wrap at the dtype's width, as in PyTorch.",
     },
     {
         .schema = "matmul(Tensor self, Tensor other) -> Tensor",
-        .doc =
-            "Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched with broadcast batch dims, through one bmm).",
+        .doc = "Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched with broadcast batch dims, through one bmm).",
     },
     {
         .schema = "bmm(Tensor self, Tensor mat2) -> Tensor",
-        .doc =
-            "Batched matrix product of `self` (b x n x k) and `mat2` (b x k x m); one GEMM call per batch entry on the tensors' own strides.",
+        .doc = "Batched matrix product of `self` (b x n x k) and `mat2` (b x k x m); one GEMM call per batch entry on the tensors' own strides.",
     },
     {
-        .schema =
-            "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
-        .doc =
-            "`beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores `self` (NaN in it does not propagate), as in PyTorch. With integer tensors a float beta or alpha is truncated, as in PyTorch.",
+        .schema = "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+        .doc = "`beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores `self` (NaN in it does not propagate), as in PyTorch. With integer tensors a float beta or alpha is truncated, as in PyTorch.",
     },
     {
-        .schema =
-            "baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
-        .doc =
-            "`beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0 ignores `self`.",
+        .schema = "baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+        .doc = "`beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0 ignores `self`.",
     },
     {
         .schema = "dot(Tensor self, Tensor tensor) -> Tensor",
-        .doc =
-            "Inner product of two 1-D tensors of equal length (0-d result; 0 for empty vectors).",
+        .doc = "Inner product of two 1-D tensors of equal length (0-d result; 0 for empty vectors).",
     },
     {
         .schema = "outer(Tensor self, Tensor vec2) -> Tensor",
@@ -626,20 +538,15 @@ static const op_info registry[] = {
     },
     {
         .schema = "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
-        .doc =
-            "`input @ weight^T + bias` (nn.Linear): one addmm for 2-D input with a bias, else matmul; the transposed weight is read in place. A 1-D weight (in_features) gives a result without the feature dim and takes no bias.",
+        .doc = "`input @ weight^T + bias` (nn.Linear): one addmm for 2-D input with a bias, else matmul; the transposed weight is read in place. A 1-D weight (in_features) gives a result without the feature dim and takes no bias.",
     },
     {
-        .schema =
-            "mm_mat1_backward(Tensor grad, Tensor mat2, Tensor mat1, Scalar alpha=1) -> Tensor",
-        .doc =
-            "Gradient of mm / addmm for `mat1`: `alpha * grad @ mat2^T`, column-major when `mat1` is (as PyTorch lays it out); `mat1` is read only for its layout.",
+        .schema = "mm_mat1_backward(Tensor grad, Tensor mat2, Tensor mat1, Scalar alpha=1) -> Tensor",
+        .doc = "Gradient of mm / addmm for `mat1`: `alpha * grad @ mat2^T`, column-major when `mat1` is (as PyTorch lays it out); `mat1` is read only for its layout.",
     },
     {
-        .schema =
-            "mm_mat2_backward(Tensor grad, Tensor mat1, Tensor mat2, Scalar alpha=1) -> Tensor",
-        .doc =
-            "Gradient of mm / addmm for `mat2`: `alpha * mat1^T @ grad`, column-major when `mat2` is (nn.Linear's weight^T: the weight's gradient then comes out in the weight's own layout); `mat2` is read only for its layout.",
+        .schema = "mm_mat2_backward(Tensor grad, Tensor mat1, Tensor mat2, Scalar alpha=1) -> Tensor",
+        .doc = "Gradient of mm / addmm for `mat2`: `alpha * mat1^T @ grad`, column-major when `mat2` is (nn.Linear's weight^T: the weight's gradient then comes out in the weight's own layout); `mat2` is read only for its layout.",
     },
     {
         .schema = "t(Tensor self) -> Tensor",
@@ -651,13 +558,11 @@ static const op_info registry[] = {
     },
     {
         .schema = "permute(Tensor self, int[] dims) -> Tensor",
-        .doc =
-            "A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of `self`.",
+        .doc = "A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of `self`.",
     },
     {
         .schema = "view(Tensor self, int[] size) -> Tensor",
-        .doc =
-            "A view with a new shape of the same number of elements (one size may be -1); fails when the strides do not allow it.",
+        .doc = "A view with a new shape of the same number of elements (one size may be -1); fails when the strides do not allow it.",
     },
     {
         .schema = "reshape(Tensor self, int[] shape) -> Tensor",
@@ -665,8 +570,7 @@ static const op_info registry[] = {
     },
     {
         .schema = "expand(Tensor self, int[] size) -> Tensor",
-        .doc =
-            "A view broadcasting size-1 dimensions to `size` (-1 keeps a dimension) without copying.",
+        .doc = "A view broadcasting size-1 dimensions to `size` (-1 keeps a dimension) without copying.",
     },
     {
         .schema = "squeeze(Tensor self) -> Tensor",
@@ -681,10 +585,8 @@ static const op_info registry[] = {
         .doc = "A view with a new dimension of size 1 inserted at `dim`.",
     },
     {
-        .schema =
-            "slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor",
-        .doc =
-            "A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-range bounds are clamped).",
+        .schema = "slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor",
+        .doc = "A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-range bounds are clamped).",
     },
     {
         .schema = "select(Tensor self, int dim, int index) -> Tensor",
@@ -696,8 +598,7 @@ static const op_info registry[] = {
     },
     {
         .schema = "flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor",
-        .doc =
-            "Merges dimensions start_dim..end_dim into one (a view when the strides allow it, else a copy); a 0-D tensor becomes 1-D.",
+        .doc = "Merges dimensions start_dim..end_dim into one (a view when the strides allow it, else a copy); a 0-D tensor becomes 1-D.",
     },
     {
         .schema = "unflatten.int(Tensor self, int dim, int[] sizes) -> Tensor",
@@ -709,23 +610,19 @@ static const op_info registry[] = {
     },
     {
         .schema = "narrow(Tensor self, int dim, int start, int length) -> Tensor",
-        .doc =
-            "A view of `length` elements from `start` (negative counts from the end) along `dim`.",
+        .doc = "A view of `length` elements from `start` (negative counts from the end) along `dim`.",
     },
     {
         .schema = "repeat(Tensor self, int[] repeats) -> Tensor",
-        .doc =
-            "A new tensor tiling `self` repeats[i] times along each dimension (leading repeats add dimensions).",
+        .doc = "A new tensor tiling `self` repeats[i] times along each dimension (leading repeats add dimensions).",
     },
     {
         .schema = "flip(Tensor self, int[] dims) -> Tensor",
-        .doc =
-            "A copy of `self` with the order of elements reversed along each dimension in `dims`.",
+        .doc = "A copy of `self` with the order of elements reversed along each dimension in `dims`.",
     },
     {
         .schema = "roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor",
-        .doc =
-            "A copy of `self` with elements shifted circularly by shifts[i] along dims[i] (over the flattened tensor when `dims` is empty).",
+        .doc = "A copy of `self` with elements shifted circularly by shifts[i] along dims[i] (over the flattened tensor when `dims` is empty).",
     },
     {
         .schema = "roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor",
@@ -733,28 +630,23 @@ static const op_info registry[] = {
     },
     {
         .schema = "tril(Tensor self, int diagonal=0) -> Tensor",
-        .doc =
-            "A copy of `self` with the elements above diagonal `diagonal` of each matrix set to 0.",
+        .doc = "A copy of `self` with the elements above diagonal `diagonal` of each matrix set to 0.",
     },
     {
         .schema = "triu(Tensor self, int diagonal=0) -> Tensor",
-        .doc =
-            "A copy of `self` with the elements below diagonal `diagonal` of each matrix set to 0.",
+        .doc = "A copy of `self` with the elements below diagonal `diagonal` of each matrix set to 0.",
     },
     {
         .schema = "pad(Tensor self, int[] pad, str mode=\"constant\", float? value=None) -> Tensor",
-        .doc =
-            "Pads `self` by (left, right) pairs from the last dimension backwards: with `value` (0 when None), by reflection without repeating the edge, or by repeating the edge. Negative pads crop, in every mode.",
+        .doc = "Pads `self` by (left, right) pairs from the last dimension backwards: with `value` (0 when None), by reflection without repeating the edge, or by repeating the edge. Negative pads crop, in every mode.",
     },
     {
         .schema = "cat(Tensor[] tensors, int dim=0) -> Tensor",
-        .doc =
-            "Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped, as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.",
+        .doc = "Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped, as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.",
     },
     {
         .schema = "cat_backward(Tensor grad, int dim, Tensor[] tensors) -> Tensor[]",
-        .doc =
-            "Gradient of cat: the slices of `grad` along `dim` matching each input (views; empty for skipped 1-D empty inputs).",
+        .doc = "Gradient of cat: the slices of `grad` along `dim` matching each input (views; empty for skipped 1-D empty inputs).",
     },
     {
         .schema = "stack(Tensor[] tensors, int dim=0) -> Tensor",
@@ -762,13 +654,11 @@ static const op_info registry[] = {
     },
     {
         .schema = "split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]",
-        .doc =
-            "Views of `self` in pieces of `split_size` along `dim` (the last may be smaller); returns the number of pieces.",
+        .doc = "Views of `self` in pieces of `split_size` along `dim` (the last may be smaller); returns the number of pieces.",
     },
     {
         .schema = "split_with_sizes(Tensor self, int[] split_sizes, int dim=0) -> Tensor[]",
-        .doc =
-            "Views of `self` along `dim` with the given sizes, which must add up to self.size(dim); returns the number of pieces.",
+        .doc = "Views of `self` along `dim` with the given sizes, which must add up to self.size(dim); returns the number of pieces.",
     },
     {
         .schema = "chunk(Tensor self, int chunks, int dim=0) -> Tensor[]",
@@ -780,46 +670,35 @@ static const op_info registry[] = {
     },
     {
         .schema = "index_select(Tensor self, int dim, Tensor index) -> Tensor",
-        .doc =
-            "The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and out-of-range values are errors).",
+        .doc = "The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and out-of-range values are errors).",
     },
     {
-        .schema =
-            "index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor",
-        .doc =
-            "Gradient of index_select: zeros of `self_sizes` with the slices of `grad` added at `index` along `dim`.",
+        .schema = "index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor",
+        .doc = "Gradient of index_select: zeros of `self_sizes` with the slices of `grad` added at `index` along `dim`.",
     },
     {
-        .schema =
-            "index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor",
-        .doc =
-            "A copy of `self` with alpha times the slices of `source` added at the positions `index` along `dim` (repeated positions accumulate).",
+        .schema = "index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor",
+        .doc = "A copy of `self` with alpha times the slices of `source` added at the positions `index` along `dim` (repeated positions accumulate).",
     },
     {
         .schema = "index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor",
-        .doc =
-            "A copy of `self` with the slices of `source` written at the positions `index` along `dim` (with repeated positions, which write wins is unspecified).",
+        .doc = "A copy of `self` with the slices of `source` written at the positions `index` along `dim` (with repeated positions, which write wins is unspecified).",
     },
     {
         .schema = "gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor",
-        .doc =
-            "result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's rank and values in 0..size-1.",
+        .doc = "result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's rank and values in 0..size-1.",
     },
     {
         .schema = "gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor",
-        .doc =
-            "Gradient of gather: zeros of `self_sizes` with `grad` added at the gathered positions.",
+        .doc = "Gradient of gather: zeros of `self_sizes` with `grad` added at the gathered positions.",
     },
     {
         .schema = "scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
-        .doc =
-            "A copy of `self` with self[index[i][j]][j] = src[i][j] for dim 0 (and likewise for other dims); with repeated positions, which write wins is unspecified.",
+        .doc = "A copy of `self` with self[index[i][j]][j] = src[i][j] for dim 0 (and likewise for other dims); with repeated positions, which write wins is unspecified.",
     },
     {
-        .schema =
-            "scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor",
-        .doc =
-            "Gradient of scatter and scatter_add for `src`: grad gathered at `index`, zero-padded to `src_sizes` (src may be larger than index).",
+        .schema = "scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor",
+        .doc = "Gradient of scatter and scatter_add for `src`: grad gathered at `index`, zero-padded to `src_sizes` (src may be larger than index).",
     },
     {
         .schema = "scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor",
@@ -827,334 +706,239 @@ static const op_info registry[] = {
     },
     {
         .schema = "scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
-        .doc =
-            "A copy of `self` with self[index[i][j]][j] += src[i][j] for dim 0 (and likewise for other dims); repeated positions accumulate.",
+        .doc = "A copy of `self` with self[index[i][j]][j] += src[i][j] for dim 0 (and likewise for other dims); repeated positions accumulate.",
     },
     {
-        .schema =
-            "embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
-        .doc =
-            "Rows of `weight` picked by `indices` (result shape indices.shape + [weight.size(1)]); the row `padding_idx` gets no gradient (so gradcheck samples leave it at -1, none, as in aten; tests/unit/test_index.c covers it).",
+        .schema = "embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
+        .doc = "Rows of `weight` picked by `indices` (result shape indices.shape + [weight.size(1)]); the row `padding_idx` gets no gradient (so gradcheck samples leave it at -1, none, as in aten; tests/unit/test_index.c covers it).",
     },
     {
-        .schema =
-            "embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor",
-        .doc =
-            "Gradient of embedding for its weight: rows of `grad_output` summed into the rows `indices` names (none into padding_idx), divided by each index's count when scale_grad_by_freq.",
+        .schema = "embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor",
+        .doc = "Gradient of embedding for its weight: rows of `grad_output` summed into the rows `indices` names (none into padding_idx), divided by each index's count when scale_grad_by_freq.",
     },
     {
-        .schema =
-            "embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor",
-        .doc =
-            "embedding_dense_backward with the weight's sizes (the form derivative formulas can pass).",
+        .schema = "embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor",
+        .doc = "embedding_dense_backward with the weight's sizes (the form derivative formulas can pass).",
     },
     {
-        .schema =
-            "embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor",
-        .doc =
-            "Gradient of embedding_dense_backward for grad_output: rows of `grad` at `indices`, zero at padding_idx, divided by the counts when scale_grad_by_freq.",
+        .schema = "embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor",
+        .doc = "Gradient of embedding_dense_backward for grad_output: rows of `grad` at `indices`, zero at padding_idx, divided by the counts when scale_grad_by_freq.",
     },
     {
         .schema = "one_hot(Tensor self, int num_classes=-1) -> Tensor",
-        .doc =
-            "An i64 tensor of shape self.shape + [num_classes] with 1 at each value of `self` (num_classes=-1: the largest value + 1).",
+        .doc = "An i64 tensor of shape self.shape + [num_classes] with 1 at each value of `self` (num_classes=-1: the largest value + 1).",
     },
     {
         .schema = "nonzero(Tensor self) -> Tensor",
-        .doc =
-            "The i64 coordinates (n x self.dim) of the nonzero elements of `self`, in row-major order.",
+        .doc = "The i64 coordinates (n x self.dim) of the nonzero elements of `self`, in row-major order.",
     },
     {
         .schema = "masked_select(Tensor self, Tensor mask) -> Tensor",
-        .doc =
-            "A 1-D tensor of the elements of `self` where the broadcast `mask` is true, in row-major order.",
+        .doc = "A 1-D tensor of the elements of `self` where the broadcast `mask` is true, in row-major order.",
     },
     {
         .schema = "argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor",
-        .doc =
-            "The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as in PyTorch).",
+        .doc = "The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as in PyTorch).",
     },
     {
-        .schema =
-            "argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor",
-        .doc =
-            "argsort with PyTorch's `stable` argument (yaten's sort is always stable, so stable=False gives the stable order too, one of the orders PyTorch allows).",
+        .schema = "argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor",
+        .doc = "argsort with PyTorch's `stable` argument (yaten's sort is always stable, so stable=False gives the stable order too, one of the orders PyTorch allows).",
     },
     {
         .schema = "index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",
         .doc = "Advanced indexing self[indices]: integer tensors (broadcast together; negative values count from the end) and bool masks pick elements; None keeps a whole dimension. The picked dims replace the indexed ones in place when those are adjacent, else lead the result.",
     },
     {
-        .schema =
-            "index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
-        .doc =
-            "A copy of `self` with self[indices] = values (broadcast to the indexed shape), or += values when `accumulate` (repeated positions then add up).",
+        .schema = "index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
+        .doc = "A copy of `self` with self[indices] = values (broadcast to the indexed shape), or += values when `accumulate` (repeated positions then add up).",
     },
     {
-        .schema =
-            "sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
-        .doc =
-            "`self` sorted along `dim`, and the i64 positions the values came from. Always stable (equal values keep their order); NaN sorts above every number, as in PyTorch.",
+        .schema = "sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
+        .doc = "`self` sorted along `dim`, and the i64 positions the values came from. Always stable (equal values keep their order); NaN sorts above every number, as in PyTorch.",
     },
     {
-        .schema =
-            "sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
-        .doc =
-            "sort with PyTorch's `stable` argument (yaten's sort is always stable, so it only documents intent).",
+        .schema = "sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
+        .doc = "sort with PyTorch's `stable` argument (yaten's sort is always stable, so it only documents intent).",
     },
     {
-        .schema =
-            "topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)",
-        .doc =
-            "The k largest (or smallest) elements along `dim`, in sorted order, and their i64 positions (ties in first-come order).",
+        .schema = "topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)",
+        .doc = "The k largest (or smallest) elements along `dim`, in sorted order, and their i64 positions (ties in first-come order).",
     },
     {
-        .schema =
-            "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor",
-        .doc =
-            "2-D average pooling over [N, C, H, W] or [C, H, W]; stride defaults to kernel_size (an empty list), padding to 0. The window is clipped to the padded input (count_include_pad) or to the input when averaging; divisor_override replaces the count.",
+        .schema = "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor",
+        .doc = "2-D average pooling over [N, C, H, W] or [C, H, W]; stride defaults to kernel_size (an empty list), padding to 0. The window is clipped to the padded input (count_include_pad) or to the input when averaging; divisor_override replaces the count.",
     },
     {
         .schema = "adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor",
-        .doc =
-            "2-D average pooling to a fixed output_size: output (i, j) averages rows floor(i H / oH) .. ceil((i + 1) H / oH) and the same for columns.",
+        .doc = "2-D average pooling to a fixed output_size: output (i, j) averages rows floor(i H / oH) .. ceil((i + 1) H / oH) and the same for columns.",
     },
     {
-        .schema =
-            "avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor",
-        .doc =
-            "Gradient of avg_pool2d with respect to self: each output gradient spread evenly over its window.",
+        .schema = "avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor",
+        .doc = "Gradient of avg_pool2d with respect to self: each output gradient spread evenly over its window.",
     },
     {
-        .schema =
-            "adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor",
-        .doc =
-            "Gradient of adaptive_avg_pool2d with respect to self (output_size is grad_output's height and width).",
+        .schema = "adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor",
+        .doc = "Gradient of adaptive_avg_pool2d with respect to self (output_size is grad_output's height and width).",
     },
     {
-        .schema =
-            "max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor",
-        .doc =
-            "Gradient of max_pool2d with respect to self: zeros with each output gradient added at its window's maximum (`indices`, i64 positions within each plane, range-checked).",
+        .schema = "max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor",
+        .doc = "Gradient of max_pool2d with respect to self: zeros with each output gradient added at its window's maximum (`indices`, i64 positions within each plane, range-checked).",
     },
     {
         .schema = "max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor",
-        .doc =
-            "The values of each [H, W] plane of `self` at the flat positions `indices` (i64, range-checked) of max pooling: the derivative of max_pool2d's backward with respect to its gradient.",
+        .doc = "The values of each [H, W] plane of `self` at the flat positions `indices` (i64, range-checked) of max pooling: the derivative of max_pool2d's backward with respect to its gradient.",
     },
     {
-        .schema =
-            "max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor",
-        .doc =
-            "Zeros of `self_size` with `grad` added, plane by plane, at the flat positions `indices` (i64, range-checked): the adjoint of max_pool2d_index_gather.",
+        .schema = "max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor",
+        .doc = "Zeros of `self_size` with `grad` added, plane by plane, at the flat positions `indices` (i64, range-checked): the adjoint of max_pool2d_index_gather.",
     },
     {
-        .schema =
-            "conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor",
-        .doc =
-            "2-D convolution (cross-correlation) of input [N, C_in, H, W] or [C_in, H, W] with weight [C_out, C_in / groups, kH, kW], plus bias [C_out]. The int[2] arguments take (height, width), one value for both, or none for the default (stride 1, padding 0, dilation 1).",
+        .schema = "conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor",
+        .doc = "2-D convolution (cross-correlation) of input [N, C_in, H, W] or [C_in, H, W] with weight [C_out, C_in / groups, kH, kW], plus bias [C_out]. The int[2] arguments take (height, width), one value for both, or none for the default (stride 1, padding 0, dilation 1).",
     },
     {
-        .schema =
-            "conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding=\"valid\", int[2] dilation=[], int groups=1) -> Tensor",
-        .doc =
-            "conv2d with padding \"valid\" (none) or \"same\" (the output has the input's size; stride must be 1; an odd total padding puts the extra row/column at the bottom/right, as PyTorch).",
+        .schema = "conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding=\"valid\", int[2] dilation=[], int groups=1) -> Tensor",
+        .doc = "conv2d with padding \"valid\" (none) or \"same\" (the output has the input's size; stride must be 1; an odd total padding puts the extra row/column at the bottom/right, as PyTorch).",
     },
     {
-        .schema =
-            "conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor",
-        .doc =
-            "1-D convolution of input [N, C_in, L] or [C_in, L] with weight [C_out, C_in / groups, k], plus bias (conv2d over a height of 1).",
+        .schema = "conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor",
+        .doc = "1-D convolution of input [N, C_in, L] or [C_in, L] with weight [C_out, C_in / groups, k], plus bias (conv2d over a height of 1).",
     },
     {
-        .schema =
-            "conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding=\"valid\", int[1] dilation=[], int groups=1) -> Tensor",
+        .schema = "conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding=\"valid\", int[1] dilation=[], int groups=1) -> Tensor",
         .doc = "conv1d with padding \"valid\" or \"same\" (see conv2d.padding).",
     },
     {
-        .schema =
-            "conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor",
-        .doc =
-            "2-D transposed convolution (the gradient of conv2d with respect to its input) of input [N, C_in, H, W] with weight [C_in, C_out / groups, kH, kW], plus bias [C_out]; output_padding (in each dim below the stride or the dilation, as in PyTorch) adds rows/columns at the bottom/right.",
+        .schema = "conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor",
+        .doc = "2-D transposed convolution (the gradient of conv2d with respect to its input) of input [N, C_in, H, W] with weight [C_in, C_out / groups, kH, kW], plus bias [C_out]; output_padding (in each dim below the stride or the dilation, as in PyTorch) adds rows/columns at the bottom/right.",
     },
     {
-        .schema =
-            "conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor",
-        .doc =
-            "Gradient of conv2d with respect to its input (of size input_size): a transposed convolution of grad_output with weight.",
+        .schema = "conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor",
+        .doc = "Gradient of conv2d with respect to its input (of size input_size): a transposed convolution of grad_output with weight.",
     },
     {
-        .schema =
-            "conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor",
-        .doc =
-            "Gradient of conv2d with respect to its weight (of size weight_size), summed over the batch.",
+        .schema = "conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor",
+        .doc = "Gradient of conv2d with respect to its weight (of size weight_size), summed over the batch.",
     },
     {
         .schema = "conv2d_backward_bias(Tensor grad_output) -> Tensor",
-        .doc =
-            "Gradient of conv2d with respect to its bias: grad_output summed over every dim but the channel dim (-3).",
+        .doc = "Gradient of conv2d with respect to its bias: grad_output summed over every dim but the channel dim (-3).",
     },
     {
-        .schema =
-            "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)",
-        .doc =
-            "2-D max pooling over [N, C, H, W] or [C, H, W], with the flat position (h * W + w) of each maximum within its plane; NaN wins, the first maximum wins ties. stride defaults to kernel_size, padding (at most half the kernel) to 0, dilation to 1. A window whose dilated taps all miss the input is an error (PyTorch gives -inf, an index past the plane).",
+        .schema = "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)",
+        .doc = "2-D max pooling over [N, C, H, W] or [C, H, W], with the flat position (h * W + w) of each maximum within its plane; NaN wins, the first maximum wins ties. stride defaults to kernel_size, padding (at most half the kernel) to 0, dilation to 1. A window whose dilated taps all miss the input is an error (PyTorch gives -inf, an index past the plane).",
     },
     {
-        .schema =
-            "max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor",
+        .schema = "max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor",
         .doc = "2-D max pooling (max_pool2d_with_indices without the indices).",
     },
     {
-        .schema =
-            "layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor",
-        .doc =
-            "Normalizes over the trailing `normalized_shape` dims (mean 0, variance 1, plus `eps`), then scales by `weight` and shifts by `bias` when given; `cudnn_enable` is ignored.",
+        .schema = "layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor",
+        .doc = "Normalizes over the trailing `normalized_shape` dims (mean 0, variance 1, plus `eps`), then scales by `weight` and shifts by `bias` when given; `cudnn_enable` is ignored.",
     },
     {
-        .schema =
-            "group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor",
-        .doc =
-            "Splits the channels (dim 1) into `num_groups` groups and normalizes each sample's group over its channels and spatial positions, then applies the per-channel `weight` and `bias` when given; `cudnn_enabled` is ignored.",
+        .schema = "group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor",
+        .doc = "Splits the channels (dim 1) into `num_groups` groups and normalizes each sample's group over its channels and spatial positions, then applies the per-channel `weight` and `bias` when given; `cudnn_enabled` is ignored.",
     },
     {
-        .schema =
-            "rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor",
-        .doc =
-            "Divides by the root mean square over the trailing `normalized_shape` dims (plus `eps`, by default the dtype's machine epsilon), then scales by `weight` when given.",
+        .schema = "rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor",
+        .doc = "Divides by the root mean square over the trailing `normalized_shape` dims (plus `eps`, by default the dtype's machine epsilon), then scales by `weight` when given.",
     },
     {
-        .schema =
-            "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor",
-        .doc =
-            "Normalizes each channel (dim 1) over the batch and spatial dims. Training uses the batch statistics and, when given, updates `running_mean` and `running_var` in place (momentum, unbiased variance); eval uses the running statistics. Then applies `weight` and `bias` when given; `cudnn_enabled` is ignored. The running statistics are not differentiable (refused with YT_ERR_VALUE when they require grad and grad mode is on), as in PyTorch.",
+        .schema = "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor",
+        .doc = "Normalizes each channel (dim 1) over the batch and spatial dims. Training uses the batch statistics and, when given, updates `running_mean` and `running_var` in place (momentum, unbiased variance); eval uses the running statistics. Then applies `weight` and `bias` when given; `cudnn_enabled` is ignored. The running statistics are not differentiable (refused with YT_ERR_VALUE when they require grad and grad mode is on), as in PyTorch.",
     },
     {
-        .schema =
-            "row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor",
-        .doc =
-            "The engine of layer_norm, group_norm and rms_norm: `input` is [A, G, K, S]; each (a, g) slice of K*S values is normalized (its mean subtracted when `center`, divided by the root of its mean square plus `eps`), then scaled and shifted by the [G, K] `weight` and `bias` when given.",
+        .schema = "row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor",
+        .doc = "The engine of layer_norm, group_norm and rms_norm: `input` is [A, G, K, S]; each (a, g) slice of K*S values is normalized (its mean subtracted when `center`, divided by the root of its mean square plus `eps`), then scaled and shifted by the [G, K] `weight` and `bias` when given.",
     },
     {
-        .schema =
-            "batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor",
-        .doc =
-            "batch_norm in training mode, the kernel behind batch_norm(training=True). Normalizes each channel (dim 1) with its batch mean and biased variance, applies `weight` and `bias` when given, and updates `running_mean` and `running_var` in place when given (momentum, unbiased variance). The running statistics are not differentiable, as in PyTorch.",
+        .schema = "batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor",
+        .doc = "batch_norm in training mode, the kernel behind batch_norm(training=True). Normalizes each channel (dim 1) with its batch mean and biased variance, applies `weight` and `bias` when given, and updates `running_mean` and `running_var` in place when given (momentum, unbiased variance). The running statistics are not differentiable, as in PyTorch.",
     },
     {
-        .schema =
-            "row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor",
-        .doc =
-            "Gradient of row_norm with respect to `input` (the batch statistics recomputed from `input`).",
+        .schema = "row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor",
+        .doc = "Gradient of row_norm with respect to `input` (the batch statistics recomputed from `input`).",
     },
     {
-        .schema =
-            "row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor",
-        .doc =
-            "Gradient of row_norm with respect to `weight`: the sum of `grad_out` times the normalized input over dims 0 and 3.",
+        .schema = "row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor",
+        .doc = "Gradient of row_norm with respect to `weight`: the sum of `grad_out` times the normalized input over dims 0 and 3.",
     },
     {
         .schema = "row_norm_backward_bias(Tensor grad_out) -> Tensor",
         .doc = "Gradient of row_norm with respect to `bias`: `grad_out` summed over dims 0 and 3.",
     },
     {
-        .schema =
-            "row_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)",
-        .doc =
-            "row_norm_backward_input, _weight and _bias in one pass over `grad_out` and `input` (the statistics recomputed once), for the results whose flag is set (the others are zeros): row_norm's backward when no graph is recorded.",
+        .schema = "row_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)",
+        .doc = "row_norm_backward_input, _weight and _bias in one pass over `grad_out` and `input` (the statistics recomputed once), for the results whose flag is set (the others are zeros): row_norm's backward when no graph is recorded.",
     },
     {
-        .schema =
-            "row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor",
-        .doc =
-            "Gradient of row_norm_backward_input with respect to `input`, for the upstream gradient `grad`.",
+        .schema = "row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor",
+        .doc = "Gradient of row_norm_backward_input with respect to `input`, for the upstream gradient `grad`.",
     },
     {
-        .schema =
-            "row_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, bool center, float eps) -> Tensor",
-        .doc =
-            "Gradient of row_norm_backward_input with respect to `grad_out`, for the upstream gradient `grad`.",
+        .schema = "row_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, bool center, float eps) -> Tensor",
+        .doc = "Gradient of row_norm_backward_input with respect to `grad_out`, for the upstream gradient `grad`.",
     },
     {
-        .schema =
-            "batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor",
-        .doc =
-            "Gradient of batch_norm_training with respect to `input` (the batch statistics recomputed from `input`).",
+        .schema = "batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor",
+        .doc = "Gradient of batch_norm_training with respect to `input` (the batch statistics recomputed from `input`).",
     },
     {
         .schema = "batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor",
-        .doc =
-            "Gradient of batch_norm_training with respect to `weight`: per channel, the sum of `grad_out` times the normalized input.",
+        .doc = "Gradient of batch_norm_training with respect to `weight`: per channel, the sum of `grad_out` times the normalized input.",
     },
     {
         .schema = "batch_norm_backward_bias(Tensor grad_out) -> Tensor",
-        .doc =
-            "Gradient of batch_norm_training with respect to `bias`: `grad_out` summed over every dim but 1.",
+        .doc = "Gradient of batch_norm_training with respect to `bias`: `grad_out` summed over every dim but 1.",
     },
     {
-        .schema =
-            "batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)",
-        .doc =
-            "batch_norm_backward_input, _weight and _bias in one pass over each channel of `grad_out` and `input` (the batch statistics recomputed once), for the results whose flag is set (the others are zeros): batch_norm_training's backward when no graph is recorded.",
+        .schema = "batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)",
+        .doc = "batch_norm_backward_input, _weight and _bias in one pass over each channel of `grad_out` and `input` (the batch statistics recomputed once), for the results whose flag is set (the others are zeros): batch_norm_training's backward when no graph is recorded.",
     },
     {
         .schema = "batch_norm_backward_bias_backward(Tensor grad, int[] sizes) -> Tensor",
-        .doc =
-            "Gradient of batch_norm_backward_bias: the per-channel `grad` expanded along dim 1 of `sizes`.",
+        .doc = "Gradient of batch_norm_backward_bias: the per-channel `grad` expanded along dim 1 of `sizes`.",
     },
     {
-        .schema =
-            "batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor",
-        .doc =
-            "Gradient of batch_norm_backward_input with respect to `input`, for the upstream gradient `grad`.",
+        .schema = "batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor",
+        .doc = "Gradient of batch_norm_backward_input with respect to `input`, for the upstream gradient `grad`.",
     },
     {
-        .schema =
-            "batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor",
-        .doc =
-            "Gradient of batch_norm_backward_input with respect to `grad_out`, for the upstream gradient `grad`.",
+        .schema = "batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor",
+        .doc = "Gradient of batch_norm_backward_input with respect to `grad_out`, for the upstream gradient `grad`.",
     },
     {
         .schema = "softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
-        .doc =
-            "exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of -inf gives NaN, as in PyTorch.",
+        .doc = "exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of -inf gives NaN, as in PyTorch.",
     },
     {
         .schema = "log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
-        .doc =
-            "self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.",
+        .doc = "self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.",
     },
     {
         .schema = "softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor",
-        .doc =
-            "Gradient of softmax from its output: output * (grad_output - sum(grad_output * output, dim)).",
+        .doc = "Gradient of softmax from its output: output * (grad_output - sum(grad_output * output, dim)).",
     },
     {
         .schema = "log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor",
-        .doc =
-            "Gradient of log_softmax from its output: grad_output - exp(output) * sum(grad_output, dim).",
+        .doc = "Gradient of log_softmax from its output: grad_output - exp(output) * sum(grad_output, dim).",
     },
     {
-        .schema =
-            "softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor",
+        .schema = "softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor",
         .doc = "Gradient of softmax_backward_data with respect to `output`.",
     },
     {
-        .schema =
-            "log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor",
+        .schema = "log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor",
         .doc = "Gradient of log_softmax_backward_data with respect to `output`.",
     },
     {
-        .schema =
-            "log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor",
-        .doc =
-            "Gradient of log_softmax_backward_data with respect to `grad_output`: grad - sum(grad * exp(output), dim).",
+        .schema = "log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor",
+        .doc = "Gradient of log_softmax_backward_data with respect to `grad_output`: grad - sum(grad * exp(output), dim).",
     },
     {
-        .schema =
-            "dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor",
-        .doc =
-            "Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest by 1 / (1 - p) when `train`; the identity otherwise.",
+        .schema = "dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor",
+        .doc = "Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest by 1 / (1 - p) when `train`; the identity otherwise.",
     },
     {
         .schema = "mse_loss(Tensor self, Tensor target, str reduction=\"mean\") -> Tensor",
@@ -1165,80 +949,56 @@ static const op_info registry[] = {
         .doc = "Absolute error |self - target|, broadcast, then reduced (none, mean or sum).",
     },
     {
-        .schema =
-            "smooth_l1_loss(Tensor self, Tensor target, str reduction=\"mean\", float beta=1.0) -> Tensor",
-        .doc =
-            "0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is 0), then reduced.",
+        .schema = "smooth_l1_loss(Tensor self, Tensor target, str reduction=\"mean\", float beta=1.0) -> Tensor",
+        .doc = "0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is 0), then reduced.",
     },
     {
-        .schema =
-            "huber_loss(Tensor self, Tensor target, str reduction=\"mean\", float delta=1.0) -> Tensor",
-        .doc =
-            "0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then reduced.",
+        .schema = "huber_loss(Tensor self, Tensor target, str reduction=\"mean\", float delta=1.0) -> Tensor",
+        .doc = "0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then reduced.",
     },
     {
         .schema = "binary_cross_entropy_elementwise(Tensor self, Tensor target) -> Tensor",
-        .doc =
-            "The unreduced, unweighted binary cross-entropy of binary_cross_entropy: -(t max(log x, -100) + (1 - t) max(log1p(-x), -100)); its gradient is PyTorch's, grad (x - t) / max(x (1 - x), 1e-12) for x and -grad logit(x) for t.",
+        .doc = "The unreduced, unweighted binary cross-entropy of binary_cross_entropy: -(t max(log x, -100) + (1 - t) max(log1p(-x), -100)); its gradient is PyTorch's, grad (x - t) / max(x (1 - x), 1e-12) for x and -grad logit(x) for t.",
     },
     {
-        .schema =
-            "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction=\"mean\") -> Tensor",
-        .doc =
-            "-w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log clamped at -100 as in PyTorch, then reduced; `weight` (broadcast) is not differentiable, as in PyTorch.",
+        .schema = "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction=\"mean\") -> Tensor",
+        .doc = "-w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log clamped at -100 as in PyTorch, then reduced; `weight` (broadcast) is not differentiable, as in PyTorch.",
     },
     {
-        .schema =
-            "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction=\"mean\") -> Tensor",
-        .doc =
-            "Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at +-1e4); `pos_weight` scales the positive term and `weight` each element (both broadcast, neither differentiable, as in PyTorch).",
+        .schema = "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction=\"mean\") -> Tensor",
+        .doc = "Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at +-1e4); `pos_weight` scales the positive term and `weight` each element (both broadcast, neither differentiable, as in PyTorch).",
     },
     {
-        .schema =
-            "nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction=\"mean\", int ignore_index=-100) -> Tensor",
-        .doc =
-            "Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights; `weight` is not differentiable, as in PyTorch.",
+        .schema = "nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction=\"mean\", int ignore_index=-100) -> Tensor",
+        .doc = "Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights; `weight` is not differentiable, as in PyTorch.",
     },
     {
-        .schema =
-            "cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction=\"mean\", int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
-        .doc =
-            "Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like self without the class dim; fused log_softmax + nll, stable at +-1e4, ignore_index) or class probabilities (a floating target shaped like self), with per-class `weight` and label smoothing, as PyTorch defines them. As in PyTorch, `weight` gets a gradient with class probabilities, and is refused (YT_ERR_VALUE) when it requires grad with class indices and grad mode is on.",
+        .schema = "cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction=\"mean\", int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
+        .doc = "Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like self without the class dim; fused log_softmax + nll, stable at +-1e4, ignore_index) or class probabilities (a floating target shaped like self), with per-class `weight` and label smoothing, as PyTorch defines them. As in PyTorch, `weight` gets a gradient with class probabilities, and is refused (YT_ERR_VALUE) when it requires grad with class indices and grad mode is on.",
     },
     {
-        .schema =
-            "cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction=\"mean\", int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
-        .doc =
-            "The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass over each row); `weight` is not differentiable, as in PyTorch.",
+        .schema = "cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction=\"mean\", int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
+        .doc = "The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass over each row); `weight` is not differentiable, as in PyTorch.",
     },
     {
-        .schema =
-            "cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor",
-        .doc =
-            "Gradient of cross_entropy_index with respect to self: grad * (A softmax(self) - K), in public ops so that it is differentiable.",
+        .schema = "cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor",
+        .doc = "Gradient of cross_entropy_index with respect to self: grad * (A softmax(self) - K), in public ops so that it is differentiable.",
     },
     {
-        .schema =
-            "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor",
-        .doc =
-            "softmax(query @ key^T / sqrt(E) + mask) @ value, PyTorch's math path. `attn_mask` is a bool mask (false hides a score) or a float mask added to the scores, broadcast to [..., L, S]; `is_causal` hides keys after each query (and excludes `attn_mask`). A fully masked row gives NaN, as in PyTorch. `dropout_p` > 0 drops attention weights with the dropout op and `generator`.",
+        .schema = "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor",
+        .doc = "softmax(query @ key^T / sqrt(E) + mask) @ value, PyTorch's math path. `attn_mask` is a bool mask (false hides a score) or a float mask added to the scores, broadcast to [..., L, S]; `is_causal` hides keys after each query (and excludes `attn_mask`). A fully masked row gives NaN, as in PyTorch. `dropout_p` > 0 drops attention weights with the dropout op and `generator`.",
     },
     {
-        .schema =
-            "scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)",
-        .doc =
-            "The unmasked attention of scaled_dot_product_attention as one kernel: `attn` = softmax(query @ key^T * scale) over the last dim, `output` = attn @ value, for query [..., L, E], key [..., S, E] and value [..., S, Ev] with the same leading dims; the (batch, head) pairs run in parallel and the backward reuses `attn`.",
+        .schema = "scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)",
+        .doc = "The unmasked attention of scaled_dot_product_attention as one kernel: `attn` = softmax(query @ key^T * scale) over the last dim, `output` = attn @ value, for query [..., L, E], key [..., S, E] and value [..., S, Ev] with the same leading dims; the (batch, head) pairs run in parallel and the backward reuses `attn`.",
     },
     {
-        .schema =
-            "scaled_dot_product_attention_math_backward(Tensor grad_output, Tensor query, Tensor key, Tensor value, Tensor attn, float scale, bool query_grad, bool key_grad, bool value_grad) -> (Tensor d_query, Tensor d_key, Tensor d_value)",
-        .doc =
-            "The gradients of scaled_dot_product_attention_math for query, key and value (zeros where the flag is off) in one pass over the (batch, head) pairs, from the saved `attn`: its backward when no graph is recorded.",
+        .schema = "scaled_dot_product_attention_math_backward(Tensor grad_output, Tensor query, Tensor key, Tensor value, Tensor attn, float scale, bool query_grad, bool key_grad, bool value_grad) -> (Tensor d_query, Tensor d_key, Tensor d_value)",
+        .doc = "The gradients of scaled_dot_product_attention_math for query, key and value (zeros where the flag is off) in one pass over the (batch, head) pairs, from the saved `attn`: its backward when no graph is recorded.",
     },
     {
         .schema = "empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
-        .doc =
-            "A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).",
+        .doc = "A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).",
     },
     {
         .schema = "zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
@@ -1249,15 +1009,12 @@ static const op_info registry[] = {
         .doc = "A new tensor of the given size filled with 1 (f32 unless `dtype` is given).",
     },
     {
-        .schema =
-            "full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
-        .doc =
-            "A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32 after the value's kind, as in PyTorch.",
+        .schema = "full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .doc = "A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32 after the value's kind, as in PyTorch.",
     },
     {
         .schema = "empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor",
-        .doc =
-            "A new tensor with the size and device of `self` (and its dtype unless `dtype` is given), contents unspecified.",
+        .doc = "A new tensor with the size and device of `self` (and its dtype unless `dtype` is given), contents unspecified.",
     },
     {
         .schema = "zeros_like(Tensor self) -> Tensor",
@@ -1265,25 +1022,19 @@ static const op_info registry[] = {
     },
     {
         .schema = "ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor",
-        .doc =
-            "A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).",
+        .doc = "A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).",
     },
     {
         .schema = "full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor",
-        .doc =
-            "A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless `dtype` is given).",
+        .doc = "A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless `dtype` is given).",
     },
     {
-        .schema =
-            "arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
-        .doc =
-            "Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an integral `dtype` truncates float bounds first, as PyTorch does.",
+        .schema = "arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .doc = "Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an integral `dtype` truncates float bounds first, as PyTorch does.",
     },
     {
-        .schema =
-            "linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
-        .doc =
-            "`steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).",
+        .schema = "linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .doc = "`steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).",
     },
     {
         .schema = "eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
@@ -1294,71 +1045,52 @@ static const op_info registry[] = {
         .doc = "The n x m matrix with ones on the main diagonal and zeros elsewhere.",
     },
     {
-        .schema =
-            "rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .schema = "rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor",
         .doc = "Uniform random numbers in [0, 1) from `generator` (the default one when NULL).",
     },
     {
-        .schema =
-            "randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .schema = "randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor",
         .doc = "Standard normal random numbers from `generator` (the default one when NULL).",
     },
     {
-        .schema =
-            "rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor",
-        .doc =
-            "rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from `generator`.",
+        .schema = "rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor",
+        .doc = "rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from `generator`.",
     },
     {
-        .schema =
-            "randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor",
-        .doc =
-            "randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from `generator`.",
+        .schema = "randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor",
+        .doc = "randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from `generator`.",
     },
     {
-        .schema =
-            "randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor",
-        .doc =
-            "Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).",
+        .schema = "randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .doc = "Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).",
     },
     {
-        .schema =
-            "randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor",
-        .doc =
-            "Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).",
+        .schema = "randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .doc = "Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).",
     },
     {
-        .schema =
-            "randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor",
-        .doc =
-            "A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).",
+        .schema = "randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .doc = "A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).",
     },
     {
         .schema = "bernoulli(Tensor self, *, Generator? generator=None) -> Tensor",
-        .doc =
-            "1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds probabilities in [0, 1]).",
+        .doc = "1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds probabilities in [0, 1]).",
     },
     {
         .schema = "bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor",
-        .doc =
-            "A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator` (the in-place form fills `self`).",
+        .doc = "A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator` (the in-place form fills `self`).",
     },
     {
-        .schema =
-            "normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor",
-        .doc =
-            "A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard deviation `std`; yt_normal_ fills `self` in place.",
+        .schema = "normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor",
+        .doc = "A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard deviation `std`; yt_normal_ fills `self` in place.",
     },
     {
-        .schema =
-            "uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor",
-        .doc =
-            "A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills `self` in place.",
+        .schema = "uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor",
+        .doc = "A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills `self` in place.",
     },
     {
         .schema = "maybe_multiply(Tensor self, Scalar other) -> Tensor",
-        .doc =
-            "`self * other`, or `self` itself when `other` is 1: backward formulas scale by alpha and beta, which are 1 almost always (PyTorch's maybe_multiply).",
+        .doc = "`self * other`, or `self` itself when `other` is 1: backward formulas scale by alpha and beta, which are 1 almost always (PyTorch's maybe_multiply).",
     },
     {
         .schema = "sum_to(Tensor self, int[] size) -> Tensor",
@@ -1370,12 +1102,10 @@ static const op_info registry[] = {
     },
     {
         .schema = "mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor",
-        .doc =
-            "Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.",
+        .doc = "Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.",
     },
     {
-        .schema =
-            "amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor",
+        .schema = "amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor",
         .doc = "Gradient of amax over `dim`, shared equally between tied maxima.",
     },
     {
@@ -1391,23 +1121,19 @@ static const op_info registry[] = {
         .doc = "Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.",
     },
     {
-        .schema =
-            "pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor",
+        .schema = "pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor",
         .doc = "Gradient of pow(self, exponent) with respect to `exponent`.",
     },
     {
-        .schema =
-            "slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor",
-        .doc =
-            "Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.",
+        .schema = "slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor",
+        .doc = "Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.",
     },
     {
-        .schema =
-            "select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor",
-        .doc =
-            "Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.",
+        .schema = "select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor",
+        .doc = "Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.",
     },
 };
+/* clang-format on */
 
 int
 yt_op_count(void)

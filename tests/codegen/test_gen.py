@@ -157,6 +157,25 @@ def test_a_new_pointwise_op_from_yaml_alone(tmp_path):
     assert '.op = "log1pexp",' in files["generated/tests/op_cases.c"]
 
 
+def test_a_long_doc_adds_its_entry_to_the_registry_and_moves_no_other_line(tmp_path):
+    # clang-format 14 re-indented the whole table for one doc string of a few hundred characters
+    doc = "log(1 + exp(self)) of each element, " + " ".join(["at length"] * 60) + "."
+    spec, _ = spec_copy(tmp_path, NEW_OP.replace("doc: log(1 + exp(self)) of each element.",
+                                                 f"doc: {doc}"), NEW_DERIVATIVE)
+    out = tmp_path / "out"
+    run = gen(spec, out)
+    assert run.returncode == 0, run.stderr
+    with open(os.path.join(REPO, "generated", "registry.c"), encoding="utf-8") as f:
+        before = f.read().splitlines()
+    after = (out / "generated" / "registry.c").read_text(encoding="utf-8").splitlines()
+    added = ["    {",
+             '        .schema = "log1pexp(Tensor self) -> Tensor",',
+             f'        .doc = "{doc}",',
+             "    },"]
+    end = before.index("};")
+    assert after == before[:end] + added + before[end:]
+
+
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 def test_the_new_op_compiles(tmp_path):
     spec, _ = spec_copy(tmp_path, NEW_OP, NEW_DERIVATIVE)
